@@ -1,0 +1,10 @@
+// lanes: static automatic batching for C++. Include this one header.
+#pragma once
+
+#include "lanes/dtype.h"
+#include "lanes/error.h"
+#include "lanes/ops.h"
+#include "lanes/parallel.h"
+#include "lanes/primitive.h"
+#include "lanes/random.h"
+#include "lanes/tensor.h"

@@ -1,0 +1,77 @@
+// Helpers for walking strided n-d layouts: the shared machinery of every strided kernel.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "lanes/tensor.h"
+
+namespace lanes::detail {
+
+/// Simplifies an iteration space shared by K operands: drops size-1 dims and merges adjacent dims
+/// that are laid out contiguously relative to each other in every operand. A contiguous tensor
+/// becomes 1-d; a transposed one stays 2-d; a broadcast one keeps its stride-0 dims. A 0-d space
+/// becomes the 1-d space {1}, so callers always see at least one dim.
+template <size_t K>
+void coalesce(Shape& shape, std::array<Strides, K>& strides) {
+  Shape out_shape;
+  std::array<Strides, K> out_strides;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !out_shape.empty();
+    for (size_t k = 0; k < K && merge; ++k)
+      merge = out_strides[k].back() == strides[k][d] * shape[d];
+    if (merge) {
+      out_shape.back() *= shape[d];
+      for (size_t k = 0; k < K; ++k) out_strides[k].back() = strides[k][d];
+    } else {
+      out_shape.push_back(shape[d]);
+      for (size_t k = 0; k < K; ++k) out_strides[k].push_back(strides[k][d]);
+    }
+  }
+  if (out_shape.empty()) {
+    out_shape.push_back(1);
+    for (size_t k = 0; k < K; ++k) out_strides[k].push_back(1);
+  }
+  shape = std::move(out_shape);
+  strides = std::move(out_strides);
+}
+
+/// Visits rows [row_begin, row_end) of the space, a row being the innermost dim: calls
+/// fn(offsets) with offsets[k] the element offset of operand k at the row's start. The row
+/// length is shape.back() and operand k steps by strides[k].back() along it.
+template <size_t K, class Fn>
+void for_each_row(const Shape& shape, const std::array<Strides, K>& strides, int64_t row_begin,
+                  int64_t row_end, Fn&& fn) {
+  const int64_t outer = static_cast<int64_t>(shape.size()) - 1;
+  std::vector<int64_t> index(outer, 0);
+  std::array<int64_t, K> offsets{};
+  int64_t rest = row_begin;
+  for (int64_t d = outer - 1; d >= 0; --d) {
+    index[d] = rest % shape[d];
+    rest /= shape[d];
+    for (size_t k = 0; k < K; ++k) offsets[k] += index[d] * strides[k][d];
+  }
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    fn(offsets);
+    for (int64_t d = outer - 1; d >= 0; --d) {  // odometer increment
+      for (size_t k = 0; k < K; ++k) offsets[k] += strides[k][d];
+      if (++index[d] < shape[d]) break;
+      for (size_t k = 0; k < K; ++k) offsets[k] -= strides[k][d] * shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+/// Number of rows of a (coalesced) space.
+inline int64_t num_rows(const Shape& shape) {
+  int64_t n = 1;
+  for (size_t d = 0; d + 1 < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
+/// Copies a strided tensor's elements into `out` (row-major, numel elements), single-threaded.
+void copy_strided(const Tensor& src, void* out);
+
+}  // namespace lanes::detail

@@ -1,0 +1,181 @@
+#include "lanes/tensor.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "core/strided.h"
+
+namespace lanes {
+
+namespace {
+constexpr size_t kAlignment = 64;  // a cache line; also the widest SIMD load (AVX-512)
+}
+
+Storage::Storage(size_t bytes) : bytes_(bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  data_ = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+  if (!data_) throw std::bad_alloc();
+}
+
+Storage::~Storage() { std::free(data_); }
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Strides contiguous_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= shape[i];
+  }
+  return strides;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  for (int64_t d : shape) check(d >= 0, "empty: negative dimension in shape ", fmt(shape));
+  auto storage = std::make_shared<Storage>(shape_numel(shape) * dtype_size(dtype));
+  return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset,
+               DType dtype)
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      dtype_(dtype) {}
+
+int64_t Tensor::shape(int64_t axis) const {
+  const int64_t n = ndim();
+  check(axis >= -n && axis < n, "shape: axis ", axis, " out of range for a tensor of shape ",
+        fmt(shape_));
+  return shape_[axis < 0 ? axis + n : axis];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t step = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != step) return false;
+    step *= shape_[i];
+  }
+  return true;
+}
+
+const void* Tensor::raw_data() const {
+  check(defined(), "raw_data: undefined tensor");
+  return static_cast<const char*>(storage_->data()) + offset_ * dtype_size(dtype_);
+}
+
+void* Tensor::raw_mutable_data() const { return const_cast<void*>(raw_data()); }
+
+void Tensor::check_type(DType requested) const {
+  check(defined(), "data: undefined tensor");
+  check(requested == dtype_, "data: requested ", dtype_name(requested), " from a tensor of dtype ",
+        dtype_name(dtype_));
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  check(defined(), "to_vector: undefined tensor");
+  const Tensor c = contiguous();
+  std::vector<T> out(numel());
+  visit_dtype(dtype_, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* src = c.data<S>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);
+  });
+  return out;
+}
+
+template <class T>
+T Tensor::item() const {
+  check(numel() == 1, "item: tensor of shape ", fmt(shape_), " has ", numel(),
+        " elements, not 1");
+  return to_vector<T>()[0];
+}
+
+#define LANES_INSTANTIATE(T)                        \
+  template std::vector<T> Tensor::to_vector() const; \
+  template T Tensor::item() const;
+LANES_INSTANTIATE(bool)
+LANES_INSTANTIATE(uint8_t)
+LANES_INSTANTIATE(int32_t)
+LANES_INSTANTIATE(int64_t)
+LANES_INSTANTIATE(float)
+LANES_INSTANTIATE(double)
+#undef LANES_INSTANTIATE
+
+Tensor Tensor::contiguous() const {
+  if (!defined() || is_contiguous()) return *this;
+  Tensor out = empty(shape_, dtype_);
+  detail::copy_strided(*this, out.raw_mutable_data());
+  return out;
+}
+
+Tensor Tensor::view(Shape shape, Strides strides, int64_t offset) const {
+  return Tensor(storage_, std::move(shape), std::move(strides), offset, dtype_);
+}
+
+// ---- creation ---------------------------------------------------------------------------------
+
+namespace {
+template <class T, class Src>
+Tensor from_data(const Src& data, const Shape& shape) {
+  check(static_cast<int64_t>(data.size()) == shape_numel(shape), "tensor: ", data.size(),
+        " values do not fill shape ", fmt(shape));
+  Tensor t = Tensor::empty(shape, dtype_of<T>());
+  T* out = t.mutable_data<T>();
+  for (size_t i = 0; i < data.size(); ++i) out[i] = static_cast<T>(data[i]);
+  return t;
+}
+}  // namespace
+
+Tensor tensor(const std::vector<float>& d, const Shape& s) { return from_data<float>(d, s); }
+Tensor tensor(const std::vector<double>& d, const Shape& s) { return from_data<double>(d, s); }
+Tensor tensor(const std::vector<int32_t>& d, const Shape& s) { return from_data<int32_t>(d, s); }
+Tensor tensor(const std::vector<int64_t>& d, const Shape& s) { return from_data<int64_t>(d, s); }
+Tensor tensor(const std::vector<uint8_t>& d, const Shape& s) { return from_data<uint8_t>(d, s); }
+Tensor tensor(const std::vector<bool>& d, const Shape& s) { return from_data<bool>(d, s); }
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* out = t.mutable_data<T>();
+    const T v = static_cast<T>(value);
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) out[i] = v;
+  });
+  return t;
+}
+
+Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype()); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype()); }
+
+namespace detail {
+
+void copy_strided(const Tensor& src, void* out) {
+  Shape shape = src.shape();
+  std::array<Strides, 1> strides{src.strides()};
+  coalesce(shape, strides);
+  const int64_t len = shape.back(), step = strides[0].back();
+  visit_dtype(src.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* base = static_cast<const T*>(src.raw_data());
+    T* dst = static_cast<T*>(out);
+    for_each_row(shape, strides, 0, num_rows(shape), [&](const std::array<int64_t, 1>& off) {
+      const T* row = base + off[0];
+      for (int64_t i = 0; i < len; ++i) dst[i] = row[i * step];
+      dst += len;
+    });
+  });
+}
+
+}  // namespace detail
+}  // namespace lanes
