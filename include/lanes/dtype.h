@@ -37,7 +37,9 @@ size_t dtype_size(DType d);
 /// "float32", "int64", ... as numpy spells them.
 const char* dtype_name(DType d);
 inline bool is_floating(DType d) { return d == DType::Float32 || d == DType::Float64; }
-inline bool is_integral(DType d) { return d == DType::UInt8 || d == DType::Int32 || d == DType::Int64; }
+inline bool is_integral(DType d) {
+  return d == DType::UInt8 || d == DType::Int32 || d == DType::Int64;
+}
 
 /// The dtype both operands are converted to (see the table above).
 inline DType promote_types(DType a, DType b) { return a < b ? b : a; }
@@ -50,13 +52,20 @@ inline DType promote_weak(DType d, bool scalar_is_floating) {
 
 template <class T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
-  else if constexpr (std::is_same_v<T, float>) return DType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else static_assert(sizeof(T) == 0, "lanes: unsupported element type");
+  if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::UInt8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::Float64;
+  else
+    static_assert(sizeof(T) == 0, "lanes: unsupported element type");
 }
 
 template <class T>
@@ -68,12 +77,18 @@ struct TypeTag {
 template <class Fn>
 decltype(auto) visit_dtype(DType d, Fn&& fn) {
   switch (d) {
-    case DType::Bool: return fn(TypeTag<bool>{});
-    case DType::UInt8: return fn(TypeTag<uint8_t>{});
-    case DType::Int32: return fn(TypeTag<int32_t>{});
-    case DType::Int64: return fn(TypeTag<int64_t>{});
-    case DType::Float32: return fn(TypeTag<float>{});
-    case DType::Float64: break;
+    case DType::Bool:
+      return fn(TypeTag<bool>{});
+    case DType::UInt8:
+      return fn(TypeTag<uint8_t>{});
+    case DType::Int32:
+      return fn(TypeTag<int32_t>{});
+    case DType::Int64:
+      return fn(TypeTag<int64_t>{});
+    case DType::Float32:
+      return fn(TypeTag<float>{});
+    case DType::Float64:
+      break;
   }
   return fn(TypeTag<double>{});
 }

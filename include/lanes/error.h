@@ -34,7 +34,8 @@ std::string concat(const Parts&... parts) {
 }
 }  // namespace detail
 
-/// Throws lanes::Error with the parts streamed together: check(ok, "sum: axis ", a, " out of range").
+/// Throws lanes::Error with the parts streamed together: check(ok, "sum: axis ", a, " out of
+/// range").
 template <class... Parts>
 void check(bool ok, const Parts&... parts) {
   if (!ok) throw Error(detail::concat(parts...));

@@ -49,8 +49,8 @@ struct Formatter {
       std::ostringstream os;
       os << std::fixed << std::setprecision(p) << v;
       const double back = std::stod(os.str());
-      const bool exact = dtype == DType::Float32 ? static_cast<float>(back) == static_cast<float>(v)
-                                                 : back == v;
+      const bool exact =
+          dtype == DType::Float32 ? static_cast<float>(back) == static_cast<float>(v) : back == v;
       if (exact || p == 8) return os.str() + (p == 0 ? "." : "");
     }
   }
@@ -69,7 +69,8 @@ struct Formatter {
     std::string s = shortest(v);
     const size_t dot = s.find('.');
     if (dot == std::string::npos) return s;
-    return std::string(int_width - dot, ' ') + s + std::string(frac_width - (s.size() - dot - 1), ' ');
+    return std::string(int_width - dot, ' ') + s +
+           std::string(frac_width - (s.size() - dot - 1), ' ');
   }
 };
 
@@ -124,8 +125,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   for (double v : values) width = std::max(width, format(v).size());
   os << "array(";
   Printer{t.shape(), values, format, width, summarise, os}.print(0, 0, 6);
-  const bool default_dtype = t.dtype() == DType::Float64 || t.dtype() == DType::Int64 ||
-                             t.dtype() == DType::Bool;
+  const bool default_dtype =
+      t.dtype() == DType::Float64 || t.dtype() == DType::Int64 || t.dtype() == DType::Bool;
   if (!default_dtype || t.numel() == 0) os << ", dtype=" << dtype_name(t.dtype());
   return os << ')';
 }

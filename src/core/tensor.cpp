@@ -93,12 +93,11 @@ std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 T Tensor::item() const {
-  check(numel() == 1, "item: tensor of shape ", fmt(shape_), " has ", numel(),
-        " elements, not 1");
+  check(numel() == 1, "item: tensor of shape ", fmt(shape_), " has ", numel(), " elements, not 1");
   return to_vector<T>()[0];
 }
 
-#define LANES_INSTANTIATE(T)                        \
+#define LANES_INSTANTIATE(T)                         \
   template std::vector<T> Tensor::to_vector() const; \
   template T Tensor::item() const;
 LANES_INSTANTIATE(bool)

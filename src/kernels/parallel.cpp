@@ -27,7 +27,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   }
   // An exception must not escape an OpenMP region (that terminates); carry the first one out.
   std::exception_ptr error;
-#pragma omp parallel num_threads(static_cast<int>(max_chunks))
+#pragma omp parallel num_threads(static_cast <int>(max_chunks))
   {
     const int64_t chunks = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t begin = n * t / chunks, end = n * (t + 1) / chunks;

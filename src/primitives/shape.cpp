@@ -1,0 +1,123 @@
+#include "primitives/shape.h"
+
+#include <algorithm>
+
+#include "primitives/util.h"
+
+namespace lanes::prim {
+
+// ---- reshape ----------------------------------------------------------------------------------
+
+std::string Reshape::params() const { return "shape=" + list_str(shape_); }
+
+std::vector<TensorType> Reshape::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, "reshape");
+  for (int64_t d : shape_) check(d >= 0, "reshape: negative dimension in ", fmt(shape_));
+  check(shape_numel(shape_) == shape_numel(in[0].shape),
+        "reshape: cannot reshape a tensor of shape ", fmt(in[0].shape), " (",
+        shape_numel(in[0].shape), " elements) into shape ", fmt(shape_), " (", shape_numel(shape_),
+        " elements)");
+  return {{shape_, in[0].dtype}};
+}
+
+std::vector<Tensor> Reshape::eval(const std::vector<Tensor>& in) const {
+  const Tensor x = in[0].contiguous();
+  return {x.view(shape_, contiguous_strides(shape_), x.offset())};
+}
+
+// ---- transpose --------------------------------------------------------------------------------
+
+std::string Transpose::params() const { return "permutation=" + list_str(perm_); }
+
+std::vector<TensorType> Transpose::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, "transpose");
+  const Shape& s = in[0].shape;
+  std::vector<int64_t> sorted = perm_;
+  std::sort(sorted.begin(), sorted.end());
+  bool is_perm = sorted.size() == s.size();
+  for (size_t i = 0; is_perm && i < sorted.size(); ++i) is_perm = sorted[i] == int64_t(i);
+  check(is_perm, "transpose: permutation ", list_str(perm_), " is not a permutation of the ",
+        s.size(), " axes of a tensor of shape ", fmt(s));
+  Shape out(s.size());
+  for (size_t i = 0; i < s.size(); ++i) out[i] = s[perm_[i]];
+  return {{out, in[0].dtype}};
+}
+
+std::vector<Tensor> Transpose::eval(const std::vector<Tensor>& in) const {
+  const Tensor& x = in[0];
+  Shape shape(perm_.size());
+  Strides strides(perm_.size());
+  for (size_t i = 0; i < perm_.size(); ++i) {
+    shape[i] = x.shape()[perm_[i]];
+    strides[i] = x.strides()[perm_[i]];
+  }
+  return {x.view(shape, strides, x.offset())};
+}
+
+// ---- broadcast_in_dim -------------------------------------------------------------------------
+
+std::string BroadcastInDim::params() const {
+  return "shape=" + list_str(shape_) + ", broadcast_dimensions=" + list_str(dims_);
+}
+
+std::vector<TensorType> BroadcastInDim::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, "broadcast_in_dim");
+  const Shape& s = in[0].shape;
+  check(dims_.size() == s.size(), "broadcast_in_dim: operand of shape ", fmt(s), " needs ",
+        s.size(), " broadcast_dimensions, got ", list_str(dims_));
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    const int64_t d = dims_[i];
+    check(d >= 0 && d < int64_t(shape_.size()) && (i == 0 || d > dims_[i - 1]),
+          "broadcast_in_dim: broadcast_dimensions ", list_str(dims_),
+          " must be increasing and within the rank of shape ", fmt(shape_));
+    check(s[i] == 1 || s[i] == shape_[d], "broadcast_in_dim: cannot broadcast shape ", fmt(s),
+          " to shape ", fmt(shape_), ": operand dim ", i, " has size ", s[i], " but target dim ", d,
+          " has size ", shape_[d]);
+  }
+  return {{shape_, in[0].dtype}};
+}
+
+std::vector<Tensor> BroadcastInDim::eval(const std::vector<Tensor>& in) const {
+  const Tensor& x = in[0];
+  Strides strides(shape_.size(), 0);
+  for (size_t i = 0; i < dims_.size(); ++i)
+    if (x.shape()[i] != 1) strides[dims_[i]] = x.strides()[i];
+  return {x.view(shape_, strides, x.offset())};
+}
+
+// ---- slice ------------------------------------------------------------------------------------
+
+std::string Slice::params() const {
+  return "start_indices=" + list_str(start_) + ", limit_indices=" + list_str(limit_) +
+         ", strides=" + list_str(strides_);
+}
+
+std::vector<TensorType> Slice::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, "slice");
+  const Shape& s = in[0].shape;
+  check(start_.size() == s.size() && limit_.size() == s.size() && strides_.size() == s.size(),
+        "slice: start ", list_str(start_), ", limit ", list_str(limit_), " and strides ",
+        list_str(strides_), " must each have one entry per dim of shape ", fmt(s));
+  Shape out(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    check(0 <= start_[i] && start_[i] <= limit_[i] && limit_[i] <= s[i] && strides_[i] >= 1,
+          "slice: dim ", i, " of shape ", fmt(s), " cannot be sliced from ", start_[i], " to ",
+          limit_[i], " with stride ", strides_[i]);
+    out[i] = (limit_[i] - start_[i] + strides_[i] - 1) / strides_[i];
+  }
+  return {{out, in[0].dtype}};
+}
+
+std::vector<Tensor> Slice::eval(const std::vector<Tensor>& in) const {
+  const Tensor& x = in[0];
+  const Shape shape = infer({{x.shape(), x.dtype()}})[0].shape;
+  Strides strides(shape.size());
+  int64_t offset = x.offset();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    offset += start_[i] * x.strides()[i];
+    strides[i] = x.strides()[i] * strides_[i];
+  }
+  return {x.view(shape, strides, offset)};
+}
+
+}  // namespace lanes::prim
