@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds and runs a consumer of lanes twice: via cmake --install + find_package(lanes), and via
+# add_subdirectory.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+build=${1:-$root/build}  # an already built tree (scripts/test.sh makes build/)
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake -S "$root/tests/install" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/consumer" >/dev/null
+"$work/consumer/consumer"
+cmake -S "$root/tests/install" -B "$work/subdir" -DLANES_SOURCE_DIR="$root" >/dev/null
+cmake --build "$work/subdir" -j "$(nproc)" >/dev/null
+"$work/subdir/consumer"
