@@ -22,8 +22,9 @@ void outer_products() {
     per_example.push_back(lanes::tensordot(m, m, 0));
   }
   const lanes::Tensor c = lanes::stack(per_example);
-  std::cout << "loop: shape " << lanes::shape_str(c.shape()) << ", sum " << lanes::sum(c).item<double>()
-            << " (expected " << 100.0 * 32 * 32 * 32 * 32 << "), " << ms_since(t0) << " ms\n";
+  std::cout << "loop: shape " << lanes::shape_str(c.shape()) << ", sum "
+            << lanes::sum(c).item<double>() << " (expected " << 100.0 * 32 * 32 * 32 * 32 << "), "
+            << ms_since(t0) << " ms\n";
   std::cout << "vmap: not yet\n\n";
 }
 
