@@ -2,9 +2,14 @@
 #pragma once
 
 #include "lanes/dtype.h"
+#include "lanes/autodiff.h"
 #include "lanes/error.h"
+#include "lanes/explain.h"
+#include "lanes/graph.h"
 #include "lanes/ops.h"
 #include "lanes/parallel.h"
 #include "lanes/primitive.h"
 #include "lanes/random.h"
 #include "lanes/tensor.h"
+#include "lanes/tree.h"
+#include "lanes/vmap.h"

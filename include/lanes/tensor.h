@@ -38,6 +38,9 @@ int64_t shape_numel(const Shape& shape);
 /// Row-major (C order) strides of a shape, in elements.
 Strides contiguous_strides(const Shape& shape);
 
+/// What a traced tensor stands for: a value of a graph being recorded (src/ir/trace.h).
+struct Tracer;
+
 class Tensor {
  public:
   /// An undefined tensor (no storage); defined() is false. Most ops reject it.
@@ -49,7 +52,12 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset,
          DType dtype);
 
-  bool defined() const { return storage_ != nullptr; }
+  bool defined() const { return storage_ != nullptr || tracer_ != nullptr; }
+  /// A tensor recorded by a transform (make_graph, vmap, grad, compile) while it traces a
+  /// function: it has a shape and dtype but no values until the transformed function runs.
+  bool is_tracer() const { return tracer_ != nullptr; }
+  const std::shared_ptr<const Tracer>& tracer() const { return tracer_; }
+  static Tensor traced(std::shared_ptr<const Tracer> tracer, Shape shape, DType dtype);
   const Shape& shape() const { return shape_; }
   int64_t shape(int64_t axis) const;  // negative axes count from the end
   const Strides& strides() const { return strides_; }
@@ -93,6 +101,7 @@ class Tensor {
   void check_type(DType requested) const;
 
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<const Tracer> tracer_;
   Shape shape_;
   Strides strides_;
   int64_t offset_ = 0;

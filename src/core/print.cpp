@@ -118,6 +118,7 @@ struct Printer {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
+  if (t.is_tracer()) return os << "Traced<" << dtype_name(t.dtype()) << shape_str(t.shape()) << ">";
   const std::vector<double> values = t.to_vector<double>();
   const bool summarise = t.numel() > kSummariseAbove;
   Formatter format(values, t.dtype());

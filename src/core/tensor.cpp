@@ -49,6 +49,15 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, i
       offset_(offset),
       dtype_(dtype) {}
 
+Tensor Tensor::traced(std::shared_ptr<const Tracer> tracer, Shape shape, DType dtype) {
+  Tensor t;
+  t.tracer_ = std::move(tracer);
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  return t;
+}
+
 int64_t Tensor::shape(int64_t axis) const {
   const int64_t n = ndim();
   check(axis >= -n && axis < n, "shape: axis ", axis, " out of range for a tensor of shape ",
@@ -65,22 +74,32 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+namespace {
+void check_has_values(const Tensor& t) {
+  check(!t.is_tracer(), "cannot read the values of a traced tensor of shape ", fmt(t.shape()), " ",
+        dtype_name(t.dtype()),
+        ": inside vmap/grad/make_graph/compile values exist only when the transformed function "
+        "runs; compute with lanes ops instead of reading elements");
+  check(t.defined(), "cannot read the values of an undefined tensor");
+}
+}  // namespace
+
 const void* Tensor::raw_data() const {
-  check(defined(), "raw_data: undefined tensor");
+  check_has_values(*this);
   return static_cast<const char*>(storage_->data()) + offset_ * dtype_size(dtype_);
 }
 
 void* Tensor::raw_mutable_data() const { return const_cast<void*>(raw_data()); }
 
 void Tensor::check_type(DType requested) const {
-  check(defined(), "data: undefined tensor");
+  check_has_values(*this);
   check(requested == dtype_, "data: requested ", dtype_name(requested), " from a tensor of dtype ",
         dtype_name(dtype_));
 }
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
-  check(defined(), "to_vector: undefined tensor");
+  check_has_values(*this);
   const Tensor c = contiguous();
   std::vector<T> out(numel());
   visit_dtype(dtype_, [&](auto tag) {
@@ -109,13 +128,14 @@ LANES_INSTANTIATE(double)
 #undef LANES_INSTANTIATE
 
 Tensor Tensor::contiguous() const {
-  if (!defined() || is_contiguous()) return *this;
+  if (!defined() || is_tracer() || is_contiguous()) return *this;
   Tensor out = empty(shape_, dtype_);
   detail::copy_strided(*this, out.raw_mutable_data());
   return out;
 }
 
 Tensor Tensor::view(Shape shape, Strides strides, int64_t offset) const {
+  check_has_values(*this);
   return Tensor(storage_, std::move(shape), std::move(strides), offset, dtype_);
 }
 

@@ -1,7 +1,8 @@
-// bind: the single path from an op to a primitive. Today it evaluates eagerly; tracing (the next
-// layer) intercepts here when an input is a tracer.
+// bind: the single path from an op to a primitive. It validates the inputs through the shape
+// rule, then records a node when an input is traced, or evaluates eagerly otherwise.
 #include <sstream>
 
+#include "ir/trace.h"
 #include "lanes/primitive.h"
 
 namespace lanes {
@@ -20,6 +21,8 @@ std::vector<TensorType> types_of(const Primitive& prim, const std::vector<Tensor
 
 std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& inputs) {
   const std::vector<TensorType> out_types = prim->infer(types_of(*prim, inputs));
+  if (detail::TraceState* trace = detail::owning_trace(inputs))
+    return trace->record(prim, inputs, out_types);
   std::vector<Tensor> outputs = prim->eval(inputs);
 #ifndef NDEBUG
   // The shape rule and the kernel must agree; a mismatch is a bug in lanes, not bad input.
