@@ -28,7 +28,17 @@ struct TensorType {
   bool operator==(const TensorType&) const = default;
 };
 
-class Primitive {
+/// A value while vmap batches a graph: `value` holds the examples along axis `dim`, or is shared
+/// by every example when dim == kNotMapped (unbatched values stay unbatched: invariant work is
+/// done once).
+inline constexpr int64_t kNotMapped = -1;
+struct Batched {
+  Tensor value;
+  int64_t dim = kNotMapped;
+  bool mapped() const { return dim != kNotMapped; }
+};
+
+class Primitive : public std::enable_shared_from_this<Primitive> {
  public:
   virtual ~Primitive() = default;
 
@@ -46,6 +56,29 @@ class Primitive {
 
   /// Evaluates on concrete tensors. Outputs may be views of inputs (tensors are immutable).
   virtual std::vector<Tensor> eval(const std::vector<Tensor>& inputs) const = 0;
+
+  /// Batching rule (vmap): `inputs`, at least one mapped, hold `size` examples; returns each
+  /// output with its batch dim. Rules are written with ops, so they run eagerly or are recorded
+  /// like any other code. The default has no rule: it runs the primitive once per example (a
+  /// loop, parallel over threads) after a one-time warning naming it, or throws lanes::Error
+  /// when VmapOptions::fallback is Fallback::Error (src/transforms/fallback.cpp).
+  virtual std::vector<Batched> batch(const std::vector<Batched>& inputs, int64_t size) const;
+
+  /// Forward-mode rule (jvp): the tangent of each output given the primal inputs, their tangents
+  /// and the primal outputs. An undefined Tensor is a zero tangent, in and out (a rule may return
+  /// undefined for an output whose tangent is zero, e.g. a comparison). Written with ops, so it
+  /// is itself differentiable and batchable. The default throws "no derivative rule".
+  virtual std::vector<Tensor> jvp(const std::vector<Tensor>& primals,
+                                  const std::vector<Tensor>& tangents,
+                                  const std::vector<Tensor>& outputs) const;
+
+  /// Reverse-mode rule (vjp): the cotangent of each input given the primal inputs, the
+  /// cotangents of the outputs (undefined = zero) and the primal outputs. Returns one entry per
+  /// input; undefined for inputs with no derivative (integer inputs, indices). Written with ops.
+  /// The default throws "no derivative rule".
+  virtual std::vector<Tensor> vjp(const std::vector<Tensor>& primals,
+                                  const std::vector<Tensor>& cotangents,
+                                  const std::vector<Tensor>& outputs) const;
 };
 
 using PrimitivePtr = std::shared_ptr<const Primitive>;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "lanes/ops.h"
 #include "primitives/util.h"
+#include "transforms/batching.h"
 
 namespace lanes::prim {
 
@@ -23,6 +25,12 @@ std::vector<TensorType> Reshape::infer(const std::vector<TensorType>& in) const 
 std::vector<Tensor> Reshape::eval(const std::vector<Tensor>& in) const {
   const Tensor x = in[0].contiguous();
   return {x.view(shape_, contiguous_strides(shape_), x.offset())};
+}
+
+std::vector<Batched> Reshape::batch(const std::vector<Batched>& in, int64_t size) const {
+  Shape shape = shape_;
+  shape.insert(shape.begin(), size);
+  return {{reshape(batching::move_batch_dim(in[0], 0), shape), 0}};
 }
 
 // ---- transpose --------------------------------------------------------------------------------
@@ -54,6 +62,14 @@ std::vector<Tensor> Transpose::eval(const std::vector<Tensor>& in) const {
   return {x.view(shape, strides, x.offset())};
 }
 
+// The batch dim stays first; the other dims are permuted as before, shifted past it.
+std::vector<Batched> Transpose::batch(const std::vector<Batched>& in, int64_t) const {
+  const int64_t d = in[0].dim;
+  std::vector<int64_t> perm{d};
+  for (int64_t p : perm_) perm.push_back(p < d ? p : p + 1);
+  return {{transpose(in[0].value, perm), 0}};
+}
+
 // ---- broadcast_in_dim -------------------------------------------------------------------------
 
 std::string BroadcastInDim::params() const {
@@ -83,6 +99,14 @@ std::vector<Tensor> BroadcastInDim::eval(const std::vector<Tensor>& in) const {
   for (size_t i = 0; i < dims_.size(); ++i)
     if (x.shape()[i] != 1) strides[dims_[i]] = x.strides()[i];
   return {x.view(shape_, strides, x.offset())};
+}
+
+std::vector<Batched> BroadcastInDim::batch(const std::vector<Batched>& in, int64_t size) const {
+  Shape shape = shape_;
+  shape.insert(shape.begin(), size);
+  std::vector<int64_t> dims{0};
+  for (int64_t d : dims_) dims.push_back(d + 1);
+  return {{broadcast_in_dim(batching::move_batch_dim(in[0], 0), shape, dims), 0}};
 }
 
 // ---- slice ------------------------------------------------------------------------------------
@@ -118,6 +142,16 @@ std::vector<Tensor> Slice::eval(const std::vector<Tensor>& in) const {
     strides[i] = x.strides()[i] * strides_[i];
   }
   return {x.view(shape, strides, offset)};
+}
+
+// The batch dim is taken whole.
+std::vector<Batched> Slice::batch(const std::vector<Batched>& in, int64_t size) const {
+  const int64_t d = in[0].dim;
+  Shape start = start_, limit = limit_, strides = strides_;
+  start.insert(start.begin() + d, 0);
+  limit.insert(limit.begin() + d, size);
+  strides.insert(strides.begin() + d, 1);
+  return {{slice(in[0].value, start, limit, strides), d}};
 }
 
 }  // namespace lanes::prim

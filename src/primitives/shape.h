@@ -14,6 +14,7 @@ class Reshape : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   const Shape& shape() const { return shape_; }
 
  private:
@@ -28,6 +29,7 @@ class Transpose : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   const std::vector<int64_t>& perm() const { return perm_; }
 
  private:
@@ -44,6 +46,7 @@ class BroadcastInDim : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   const Shape& shape() const { return shape_; }
   const std::vector<int64_t>& dims() const { return dims_; }
 
@@ -61,6 +64,7 @@ class Slice : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   const Shape& start() const { return start_; }
   const Shape& limit() const { return limit_; }
   const Shape& strides() const { return strides_; }

@@ -1,0 +1,164 @@
+// vmap: the static batching transform (jax.vmap, torch.vmap, tf.vectorized_map).
+//
+//     auto batched = lanes::vmap(f);                      // map axis 0 of every argument
+//     auto g = lanes::vmap(f, {0, lanes::none});          // per argument: axis 0 / shared
+//     auto h = lanes::vmap(f, {{0, 1}, -1}, 1);           // per leaf of a pair, out axis 1
+//
+// vmap traces f once on one example (shapes without the mapped axis) into a graph, then runs the
+// graph's batching rules on the whole batch: a few large ops instead of a loop. Inside another
+// transform (vmap, grad, make_graph) the batched ops are recorded instead, which is how
+// transforms compose and nest.
+//
+// Semantics follow jax.vmap: in_axes per argument or per leaf (int, negative int, or none for a
+// value shared by all examples); all mapped sizes equal, except that a mapped axis of size 1
+// broadcasts (as tf.vectorized_map); options.axis_size gives the size when nothing is mapped;
+// out_axes place the batch axis of each output (none: the output must not depend on the mapped
+// inputs).
+#pragma once
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lanes/graph.h"
+#include "lanes/tree.h"
+
+namespace lanes {
+
+/// `lanes::none`: an argument or output that is not mapped.
+struct NoneAxis {};
+inline constexpr NoneAxis none{};
+
+/// An axis, none, or a list matching the children of a tree (per argument at the top level of
+/// in_axes).
+class AxisSpec {
+ public:
+  AxisSpec(int axis) : axis_(axis) {}      // NOLINT: implicit so that `0` and `{0, 1}` read well
+  AxisSpec(int64_t axis) : axis_(axis) {}  // NOLINT
+  AxisSpec(NoneAxis) {}                    // NOLINT
+  AxisSpec(std::initializer_list<AxisSpec> children) : leaf_(false), children_(children) {}
+  explicit AxisSpec(std::vector<AxisSpec> children) : leaf_(false), children_(std::move(children)) {}
+
+  bool is_leaf() const { return leaf_; }
+  const std::optional<int64_t>& axis() const { return axis_; }
+  const std::vector<AxisSpec>& children() const { return children_; }
+
+ private:
+  bool leaf_ = true;
+  std::optional<int64_t> axis_;
+  std::vector<AxisSpec> children_;
+};
+
+/// Per-argument in_axes: in_axes(0, none, {0, 1}).
+template <class... A>
+AxisSpec in_axes(const A&... a) {
+  return AxisSpec(std::vector<AxisSpec>{AxisSpec(a)...});
+}
+
+enum class Fallback {
+  Warn,   // run a primitive without a batching rule once per example, warning once per primitive
+  Error,  // throw lanes::Error instead (tf.vectorized_map's fallback_to_while_loop=False)
+};
+
+struct VmapOptions {
+  std::optional<int64_t> axis_size;  // the batch size when no argument is mapped
+  Fallback fallback = Fallback::Warn;
+};
+
+namespace detail {
+
+/// A leaf of the arguments or outputs with its axis spec and a name for messages.
+struct AxisLeaf {
+  std::optional<int64_t> axis;
+  std::string path;  // "argument 1", "argument 0[2]", "output 0"
+};
+
+/// Matches `spec` against the tree x: a leaf spec applies to every leaf below it.
+template <class T>
+void resolve_axes(const T& x, const AxisSpec& spec, const std::string& path,
+                  std::vector<AxisLeaf>& out) {
+  if (spec.is_leaf()) {
+    for (size_t i = 0, n = tree::num_leaves(x); i < n; ++i)
+      out.push_back({spec.axis(), n == 1 ? path : path + "[" + std::to_string(i) + "]"});
+    return;
+  }
+  if constexpr (std::is_same_v<T, Tensor>) {
+    throw Error("vmap: axis spec for " + path + " is a list of " +
+                std::to_string(spec.children().size()) + " but the value is a single Tensor");
+  } else {
+    size_t i = 0, n = 0;
+    tree::Tree<T>::each(x, [&](const auto&) { ++n; });
+    check(n == spec.children().size(), "vmap: axis spec for ", path, " has ",
+          spec.children().size(), " entries but the value has ", n, " children");
+    tree::Tree<T>::each(x, [&](const auto& c) {
+      resolve_axes(c, spec.children()[i], path + "[" + std::to_string(i) + "]", out);
+      ++i;
+    });
+  }
+}
+
+/// What vmap knows before tracing: the batch size and each leaf's per-example type.
+struct VmapPlan {
+  int64_t size = 0;
+  std::vector<int64_t> dims;                  // per input leaf: mapped axis (>= 0) or kNotMapped
+  std::vector<TensorType> example_types;      // per input leaf, without the mapped axis
+};
+
+/// Validates the input leaves against their axes (ranges, consistent sizes) and plans the map.
+VmapPlan plan_vmap(const std::vector<Tensor>& leaves, const std::vector<AxisLeaf>& axes,
+                   const VmapOptions& options);
+
+/// Runs the graph of one example on the whole batch; returns the output leaves with their batch
+/// axes placed as `out_axes` says.
+std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
+                             const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
+                             const VmapOptions& options);
+
+}  // namespace detail
+
+template <class F>
+class Vmapped {
+ public:
+  Vmapped(F f, AxisSpec in_axes, AxisSpec out_axes, VmapOptions options)
+      : f_(std::move(f)), in_(std::move(in_axes)), out_(std::move(out_axes)), opt_(options) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    std::vector<Tensor> leaves;
+    (tree::flatten(args, leaves), ...);
+    std::vector<detail::AxisLeaf> axes;
+    if (in_.is_leaf()) {
+      size_t i = 0;
+      ((detail::resolve_axes(args, in_, "argument " + std::to_string(i++), axes)), ...);
+    } else {
+      check(in_.children().size() == sizeof...(Args), "vmap: in_axes has ",
+            in_.children().size(), " entries but the function got ", sizeof...(Args),
+            " arguments");
+      size_t i = 0;
+      ((detail::resolve_axes(args, in_.children()[i], "argument " + std::to_string(i), axes),
+        ++i),
+       ...);
+    }
+    const detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
+    using Out = std::invoke_result_t<const F&, const Args&...>;
+    Out out{};
+    const Graph g = detail::trace<F>(f_, &out, plan.example_types, args...);
+    std::vector<detail::AxisLeaf> out_axes;
+    detail::resolve_axes(out, out_, "output", out_axes);
+    return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));
+  }
+
+ private:
+  F f_;
+  AxisSpec in_, out_;
+  VmapOptions opt_;
+};
+
+/// The batched version of f (see the top of this file).
+template <class F>
+Vmapped<F> vmap(F f, AxisSpec in_axes = 0, AxisSpec out_axes = 0, VmapOptions options = {}) {
+  return Vmapped<F>(std::move(f), std::move(in_axes), std::move(out_axes), options);
+}
+
+}  // namespace lanes

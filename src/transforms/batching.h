@@ -1,0 +1,31 @@
+// Helpers for writing batching rules (Primitive::batch) and the state vmap keeps while it runs.
+#pragma once
+
+#include <vector>
+
+#include "lanes/primitive.h"
+#include "lanes/vmap.h"
+
+namespace lanes::batching {
+
+/// The options of the innermost running vmap (the defaults outside any vmap).
+const VmapOptions& current_options();
+
+/// x's value with its batch dim moved to `to` (a view; x must be mapped).
+Tensor move_batch_dim(const Batched& x, int64_t to);
+/// x's value with the batch at dim 0; an unmapped x is broadcast to `size` examples (a
+/// stride-0 view, not a copy).
+Tensor batch_at_front(const Batched& x, int64_t size);
+/// The batch dim shared by the mapped inputs if they all agree, else kNotMapped.
+int64_t common_batch_dim(const std::vector<Batched>& xs);
+/// Every input with the batch at dim `dim` (unmapped ones broadcast as views): what an
+/// elementwise rule feeds to its primitive.
+std::vector<Tensor> align_batch(const std::vector<Batched>& xs, int64_t size, int64_t dim);
+
+/// Reports to lanes::explain a broadcast of an unmapped value to the batch: a stride-0 view, or
+/// a real copy (`materialized`) when a rule truly needs one.
+void note_broadcast(const std::string& prim, const Shape& shape, DType dtype, bool materialized);
+/// Reports to lanes::explain a primitive run by the per-example loop.
+void note_fallback(const std::string& prim);
+
+}  // namespace lanes::batching

@@ -1,0 +1,20 @@
+// vmap's side of lanes::explain (src/transforms/explain.cpp).
+#pragma once
+
+#include "lanes/graph.h"
+
+namespace lanes::detail {
+
+/// Lives for one run_vmap; reports the example graph and each value's batch dim when it is the
+/// outermost vmap under an active explain.
+class VmapRecord {
+ public:
+  VmapRecord(const Graph& g, int64_t size);
+  ~VmapRecord();
+  void value(ValueId v, int64_t dim);
+
+ private:
+  bool outermost_;
+};
+
+}  // namespace lanes::detail

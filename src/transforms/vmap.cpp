@@ -1,0 +1,198 @@
+// vmap: plan the map, then interpret the traced graph of one example with batching rules.
+#include <numeric>
+
+#include "ir/trace.h"
+#include "lanes/ops.h"
+#include "transforms/batching.h"
+#include "transforms/explain_recorder.h"
+
+namespace lanes {
+
+namespace {
+thread_local std::vector<const VmapOptions*> options_stack;
+
+struct OptionsScope {
+  explicit OptionsScope(const VmapOptions& o) { options_stack.push_back(&o); }
+  ~OptionsScope() { options_stack.pop_back(); }
+};
+
+int64_t normalize(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+}  // namespace
+
+namespace batching {
+
+const VmapOptions& current_options() {
+  static const VmapOptions defaults;
+  return options_stack.empty() ? defaults : *options_stack.back();
+}
+
+Tensor move_batch_dim(const Batched& x, int64_t to) {
+  check(x.mapped(), "vmap: move_batch_dim of an unmapped value");
+  return x.dim == to ? x.value : moveaxis(x.value, x.dim, to);
+}
+
+Tensor batch_at_front(const Batched& x, int64_t size) {
+  if (x.mapped()) return move_batch_dim(x, 0);
+  Shape shape = x.value.shape();
+  shape.insert(shape.begin(), size);
+  std::vector<int64_t> dims(x.value.ndim());
+  std::iota(dims.begin(), dims.end(), 1);
+  note_broadcast("batch_at_front", shape, x.value.dtype(), false);
+  return broadcast_in_dim(x.value, shape, dims);
+}
+
+int64_t common_batch_dim(const std::vector<Batched>& xs) {
+  int64_t dim = kNotMapped;
+  for (const Batched& x : xs) {
+    if (!x.mapped()) continue;
+    if (dim == kNotMapped) dim = x.dim;
+    if (x.dim != dim) return kNotMapped;
+  }
+  return dim;
+}
+
+std::vector<Tensor> align_batch(const std::vector<Batched>& xs, int64_t size, int64_t dim) {
+  std::vector<Tensor> out;
+  for (const Batched& x : xs) {
+    if (x.mapped()) {
+      out.push_back(move_batch_dim(x, dim));
+      continue;
+    }
+    Shape shape = x.value.shape();
+    shape.insert(shape.begin() + dim, size);
+    std::vector<int64_t> dims;
+    for (int64_t i = 0; i < x.value.ndim(); ++i) dims.push_back(i < dim ? i : i + 1);
+    note_broadcast("align_batch", shape, x.value.dtype(), false);
+    out.push_back(broadcast_in_dim(x.value, shape, dims));
+  }
+  return out;
+}
+
+}  // namespace batching
+
+namespace detail {
+
+VmapPlan plan_vmap(const std::vector<Tensor>& leaves, const std::vector<AxisLeaf>& axes,
+                   const VmapOptions& options) {
+  check(leaves.size() == axes.size(), "vmap: ", axes.size(), " axes for ", leaves.size(),
+        " argument leaves");
+  VmapPlan plan;
+  std::string sizes;  // every mapped leaf, for the inconsistent-sizes message
+  int64_t size = -1;  // the first mapped size other than 1 (1 if all are 1)
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Tensor& x = leaves[i];
+    check(x.defined(), "vmap: ", axes[i].path, " is an undefined tensor");
+    TensorType type{x.shape(), x.dtype()};
+    int64_t dim = kNotMapped;
+    if (axes[i].axis) {
+      const int64_t a = *axes[i].axis;
+      check(a >= -x.ndim() && a < x.ndim(), "vmap: in_axes ", a, " for ", axes[i].path,
+            " of shape ", fmt(x.shape()), " is out of range for its rank ", x.ndim());
+      dim = normalize(a, x.ndim());
+      const int64_t n = x.shape()[dim];
+      sizes += detail::concat("\n  ", axes[i].path, " of shape ", fmt(x.shape()), " has size ", n,
+                              " at axis ", a);
+      if (size == -1 || size == 1) size = n;
+      type.shape.erase(type.shape.begin() + dim);
+    }
+    plan.dims.push_back(dim);
+    plan.example_types.push_back(std::move(type));
+  }
+  if (size >= 0) {
+    plan.size = size;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (plan.dims[i] == kNotMapped) continue;
+      const int64_t n = leaves[i].shape()[plan.dims[i]];
+      check(n == plan.size || n == 1,
+            "vmap got inconsistent sizes for array axes to be mapped:", sizes);
+    }
+    check(!options.axis_size || *options.axis_size == plan.size, "vmap: options.axis_size is ",
+          options.axis_size.value_or(0), " but the mapped arguments have size ", plan.size, ":",
+          sizes);
+  } else {
+    check(options.axis_size.has_value(),
+          "vmap: no argument is mapped (every in_axes is none); give the batch size in "
+          "options.axis_size");
+    check(*options.axis_size >= 0, "vmap: options.axis_size must be >= 0, got ",
+          *options.axis_size);
+    plan.size = *options.axis_size;
+  }
+  return plan;
+}
+
+namespace {
+
+// Places a batched output's batch axis where out_axes says; an unbatched output is broadcast
+// (a view) unless out_axes is none.
+Tensor place_output(const Batched& y, const AxisLeaf& out, int64_t size) {
+  if (!out.axis) {
+    check(!y.mapped(), "vmap: out_axes is none for ", out.path, " of per-example shape ",
+          fmt(y.value.shape()),
+          " but it depends on the mapped inputs (only outputs that do not may be unmapped)");
+    return y.value;
+  }
+  const int64_t rank = y.value.ndim() + (y.mapped() ? 0 : 1);
+  const int64_t a = *out.axis;
+  check(a >= -rank && a < rank, "vmap: out_axes ", a, " for ", out.path, " is out of range for ",
+        "its batched rank ", rank);
+  const int64_t to = normalize(a, rank);
+  if (y.mapped()) return batching::move_batch_dim(y, to);
+  return batching::align_batch({y}, size, to)[0];
+}
+
+}  // namespace
+
+std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
+                             const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
+                             const VmapOptions& options) {
+  OptionsScope scope(options);
+  VmapRecord record(g, plan.size);
+  std::vector<Batched> env(g.types.size());
+  for (const auto& [v, t] : g.constants) env[v] = {t, kNotMapped};
+  const size_t n_explicit = g.num_explicit_inputs();
+  for (size_t i = 0; i < n_explicit; ++i) {
+    Batched b{leaves[i], plan.dims[i]};
+    // A mapped axis of size 1 broadcasts: the one example is shared by all (as tf does).
+    if (b.mapped() && leaves[i].shape()[b.dim] == 1 && plan.size != 1) {
+      b = {squeeze(leaves[i], b.dim), kNotMapped};
+    }
+    record.value(g.inputs[i], b.dim);
+    env[g.inputs[i]] = std::move(b);
+  }
+  for (size_t i = n_explicit; i < g.inputs.size(); ++i)
+    env[g.inputs[i]] = {g.captured[i - n_explicit], kNotMapped};
+
+  std::vector<Batched> args;
+  std::vector<Tensor> plain;
+  for (const Node& n : g.nodes) {
+    args.clear();
+    plain.clear();
+    bool any_mapped = false;
+    for (ValueId v : n.inputs) {
+      args.push_back(env[v]);
+      plain.push_back(env[v].value);
+      any_mapped |= env[v].mapped();
+    }
+    std::vector<Batched> outs;
+    if (!any_mapped) {
+      for (Tensor& t : lanes::bind(n.prim, plain)) outs.push_back({std::move(t), kNotMapped});
+    } else {
+      outs = n.prim->batch(args, plan.size);
+      check(outs.size() == n.outputs.size(), describe(*n.prim), ": batching rule gave ",
+            outs.size(), " outputs, expected ", n.outputs.size());
+    }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      record.value(n.outputs[k], outs[k].dim);
+      env[n.outputs[k]] = std::move(outs[k]);
+    }
+  }
+  check(out_axes.size() == g.outputs.size(), "vmap: out_axes gives ", out_axes.size(),
+        " axes for ", g.outputs.size(), " outputs");
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    outputs.push_back(place_output(env[g.outputs[i]], out_axes[i], plan.size));
+  return outputs;
+}
+
+}  // namespace detail
+}  // namespace lanes
