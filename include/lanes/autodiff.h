@@ -1,0 +1,231 @@
+// Automatic differentiation as graph transforms: grad, value_and_grad, vjp, jvp, jacrev,
+// jacfwd, hessian, stop_gradient.
+//
+// Each traces the function into a graph, then runs it forward and applies every primitive's
+// derivative rule (Primitive::jvp / Primitive::vjp), which are written with ops. On concrete
+// inputs that computes; inside another transform it records, so every order composes:
+// vmap(grad(f)) gives per-example gradients, grad(vmap(f)) the gradient of a batched function
+// (gradients of unmapped inputs sum over the batch, as in jax), jacrev = vmap of vjp over the
+// rows of the identity, jacfwd = vmap of jvp over its columns, hessian = jacfwd(jacrev).
+//
+// argnums picks the differentiated arguments: none means argument 0 and one index i means
+// argument i, and the gradient then has that argument's structure (with an index, all arguments
+// must have one type, since C++ fixes the result type at compile time); a list {0, 1} gives a
+// std::tuple with one entry per argument of f, the entries of arguments not listed being
+// undefined tensors (so `auto [dk, db] = grad(loss, {0, 1})(k, b)`).
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "lanes/graph.h"
+#include "lanes/ops.h"
+#include "lanes/tree.h"
+#include "lanes/vmap.h"
+
+namespace lanes {
+
+/// The identity whose derivative is zero (jax.lax.stop_gradient).
+Tensor stop_gradient(const Tensor& x);
+
+namespace detail {
+
+/// Reverse mode over a graph: runs g forward on `inputs` (explicit then captured), keeping
+/// what the rules need; `backward(cotangents of the outputs)` gives the cotangents of the
+/// inputs flagged in `wrt` (zeros where nothing flows; undefined for the others).
+struct Linearized {
+  std::vector<Tensor> outputs;
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> backward;
+};
+Linearized vjp_graph(const Graph& g, const std::vector<Tensor>& inputs,
+                     const std::vector<bool>& wrt);
+
+/// Forward mode over a graph: outputs and their tangents (zeros where none flows).
+std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
+                                                              const std::vector<Tensor>& inputs,
+                                                              const std::vector<Tensor>& tangents);
+
+/// Which leaves (of all arguments, flattened) belong to the arguments in argnums; checks range.
+std::vector<bool> selected_leaves(const std::vector<int>& argnums,
+                                  const std::vector<size_t>& leaf_counts, const char* transform);
+
+/// Checks that grad's function returned a 0-d float tensor.
+void check_scalar_output(const std::vector<Tensor>& outputs, const char* transform);
+
+/// Traces f at args and linearizes it with respect to the arguments in argnums.
+template <class F, class... Args>
+std::pair<std::invoke_result_t<const F&, const Args&...>, Linearized> linearize_call(
+    const F& f, const std::vector<int>& argnums, const Args&... args) {
+  std::vector<Tensor> inputs;
+  (tree::flatten(args, inputs), ...);
+  std::vector<bool> wrt = selected_leaves(argnums, {tree::num_leaves(args)...}, "grad");
+  std::invoke_result_t<const F&, const Args&...> out{};
+  const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
+  inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
+  wrt.resize(inputs.size(), false);
+  return {std::move(out), vjp_graph(g, inputs, wrt)};
+}
+
+/// Cotangents of the argument leaves, rebuilt into one tree per argument.
+template <class... Args>
+std::tuple<Args...> per_argument(const std::vector<Tensor>& cts, const Args&... args) {
+  size_t pos = 0;
+  return std::tuple<Args...>{tree::rebuild(args, cts, pos)...};  // braces: in order
+}
+
+enum class Pick { First, Index, All };
+
+template <Pick P, class F>
+struct ValueAndGrad {
+  F f;
+  std::vector<int> argnums;
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    auto [out, lin] = linearize_call(f, argnums, args...);
+    check_scalar_output(lin.outputs, "grad");
+    auto grads = per_argument(lin.backward({ones_like(lin.outputs[0])}), args...);
+    if constexpr (P == Pick::First) {
+      return std::make_pair(lin.outputs[0], std::get<0>(grads));
+    } else if constexpr (P == Pick::Index) {
+      using T = std::tuple_element_t<0, std::tuple<Args...>>;
+      static_assert((std::is_same_v<T, Args> && ...),
+                    "lanes: grad(f, i) needs arguments of one type; use grad(f, {i})");
+      T g{};
+      size_t i = 0;
+      std::apply([&](const auto&... c) { ((g = i++ == size_t(argnums[0]) ? c : g), ...); }, grads);
+      return std::make_pair(lin.outputs[0], g);
+    } else {
+      return std::make_pair(lin.outputs[0], grads);
+    }
+  }
+};
+
+template <Pick P, class F>
+struct Grad {
+  ValueAndGrad<P, F> vg;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    return vg(args...).second;
+  }
+};
+
+}  // namespace detail
+
+/// value_and_grad(f)(args...) -> (f(args...), d f / d argument 0); f returns a 0-d float.
+template <class F>
+auto value_and_grad(F f) {
+  return detail::ValueAndGrad<detail::Pick::First, F>{std::move(f), {0}};
+}
+/// ... with respect to argument `argnum` (all arguments of one type).
+template <class F>
+auto value_and_grad(F f, int argnum) {
+  return detail::ValueAndGrad<detail::Pick::Index, F>{std::move(f), {argnum}};
+}
+/// ... with respect to several arguments: a tuple over all arguments.
+template <class F>
+auto value_and_grad(F f, std::initializer_list<int> argnums) {
+  return detail::ValueAndGrad<detail::Pick::All, F>{std::move(f), argnums};
+}
+
+/// The gradient of a function returning a 0-d float tensor (jax.grad); argnums as above.
+template <class F>
+auto grad(F f) {
+  return detail::Grad<detail::Pick::First, F>{{std::move(f), {0}}};
+}
+template <class F>
+auto grad(F f, int argnum) {
+  return detail::Grad<detail::Pick::Index, F>{{std::move(f), {argnum}}};
+}
+template <class F>
+auto grad(F f, std::initializer_list<int> argnums) {
+  return detail::Grad<detail::Pick::All, F>{{std::move(f), argnums}};
+}
+
+/// vjp(f, primals...) -> (f(primals...), vjp_fn) where vjp_fn(cotangent shaped like the output)
+/// returns a std::tuple of cotangents, one per argument (jax.vjp).
+template <class F, class... Args>
+auto vjp(F f, const Args&... primals) {
+  std::vector<int> all(sizeof...(Args));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+  auto [out, lin] = detail::linearize_call(f, all, primals...);
+  auto result = tree::rebuild(out, lin.outputs);
+  auto backward = [lin = std::move(lin), primals...](const auto& cotangent) {
+    return detail::per_argument(lin.backward(tree::flatten(cotangent)), primals...);
+  };
+  return std::make_pair(std::move(result), std::move(backward));
+}
+
+/// jvp(f, {primals...}, {tangents...}) -> (f(primals...), the directional derivative), primals
+/// and tangents as std::tuples of the arguments (jax.jvp).
+template <class F, class... Args>
+auto jvp(F f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tangents) {
+  using Out = std::invoke_result_t<const F&, const Args&...>;
+  Out out{};
+  std::vector<Tensor> inputs = tree::flatten(primals), dirs = tree::flatten(tangents);
+  check(inputs.size() == dirs.size(), "jvp: ", dirs.size(), " tangent leaves for ",
+        inputs.size(), " primal leaves");
+  const Graph g = std::apply(
+      [&](const auto&... p) { return detail::trace<F>(f, &out, detail::leaf_types(p...), p...); },
+      primals);
+  inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
+  dirs.resize(inputs.size());
+  auto [ys, ts] = detail::jvp_graph(g, inputs, dirs);
+  return std::make_pair(tree::rebuild(out, ys), tree::rebuild(out, ts));
+}
+
+namespace detail {
+
+/// Jacobian of a Tensor -> Tensor function of argument `argnum` (the others held fixed):
+/// shape output.shape + argument.shape. Reverse mode maps vjp over the rows of the identity,
+/// forward mode maps jvp over its columns; both are one vmap, not a loop.
+Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf);
+Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf);
+
+template <bool Reverse, class F>
+struct Jacobian {
+  F f;
+  int argnum;
+  template <class... Args>
+  Tensor operator()(const Args&... args) const {
+    static_assert((std::is_same_v<Args, Tensor> && ...),
+                  "lanes: jacrev/jacfwd/hessian take Tensor arguments");
+    const std::vector<Tensor> leaves{args...};
+    check(argnum >= 0 && argnum < int(leaves.size()), Reverse ? "jacrev" : "jacfwd",
+          ": argnum ", argnum, " out of range for ", leaves.size(), " arguments");
+    if constexpr (Reverse) {
+      auto [out, lin] = linearize_call(f, {argnum}, args...);
+      static_assert(std::is_same_v<decltype(out), Tensor>, "lanes: jacrev needs a Tensor output");
+      return jacobian_rev(lin, {leaves[argnum].shape(), leaves[argnum].dtype()}, argnum);
+    } else {
+      Tensor out;
+      const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
+      std::vector<Tensor> inputs = leaves;
+      inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
+      return jacobian_fwd(g, inputs, argnum);
+    }
+  }
+};
+
+}  // namespace detail
+
+/// Jacobian by reverse mode (jax.jacrev): shape f(x).shape + x.shape.
+template <class F>
+auto jacrev(F f, int argnum = 0) {
+  return detail::Jacobian<true, F>{std::move(f), argnum};
+}
+/// Jacobian by forward mode (jax.jacfwd).
+template <class F>
+auto jacfwd(F f, int argnum = 0) {
+  return detail::Jacobian<false, F>{std::move(f), argnum};
+}
+/// Hessian of a scalar function: jacfwd(jacrev(f)), shape x.shape + x.shape.
+template <class F>
+auto hessian(F f, int argnum = 0) {
+  return jacfwd(jacrev(std::move(f), argnum), argnum);
+}
+
+}  // namespace lanes

@@ -1,0 +1,252 @@
+// Reverse and forward mode over traced graphs, and the Jacobians built from them.
+#include "lanes/autodiff.h"
+
+#include <memory>
+
+#include "ops/internal.h"
+
+namespace lanes {
+
+std::vector<Tensor> Primitive::jvp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                   const std::vector<Tensor>&) const {
+  throw Error("jvp: primitive '" + name() + "' has no forward-mode derivative rule");
+}
+
+std::vector<Tensor> Primitive::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                   const std::vector<Tensor>&) const {
+  throw Error("vjp: primitive '" + name() + "' has no reverse-mode derivative rule");
+}
+
+namespace {
+
+// ---- stop_gradient ------------------------------------------------------------------------------
+
+class StopGradient : public Primitive {
+ public:
+  std::string name() const override { return "stop_gradient"; }
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override {
+    check(in.size() == 1, "stop_gradient: expected 1 input, got ", in.size());
+    return {in[0]};
+  }
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override { return {in[0]}; }
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t) const override {
+    return {{stop_gradient(in[0].value), in[0].dim}};
+  }
+  std::vector<Tensor> jvp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                          const std::vector<Tensor>&) const override {
+    return {Tensor()};
+  }
+  std::vector<Tensor> vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                          const std::vector<Tensor>&) const override {
+    return {Tensor()};
+  }
+};
+
+// Zeros of a type without allocating them: a broadcast view of one zero.
+Tensor zeros_of(const TensorType& t) { return broadcast_to(scalar(0.0, t.dtype), t.shape); }
+
+// Only floating values carry derivatives (integer and bool values are constants to autodiff).
+bool differentiable(const TensorType& t) { return is_floating(t.dtype); }
+
+void accumulate(Tensor& into, const Tensor& ct, const TensorType& type, const Primitive* from) {
+  if (!ct.defined()) return;
+  check(ct.shape() == type.shape, "vjp: the rule of '", from ? from->name() : "output",
+        "' gave a cotangent of shape ", fmt(ct.shape()), " for a value of shape ",
+        fmt(type.shape));
+  const Tensor c = ct.dtype() == type.dtype ? ct : cast(ct, type.dtype);
+  into = into.defined() ? add(into, c) : c;
+}
+
+}  // namespace
+
+Tensor stop_gradient(const Tensor& x) { return ops::apply<StopGradient>({x}); }
+
+namespace detail {
+
+std::vector<bool> selected_leaves(const std::vector<int>& argnums,
+                                  const std::vector<size_t>& leaf_counts, const char* transform) {
+  std::vector<bool> selected;
+  for (size_t a = 0; a < leaf_counts.size(); ++a) {
+    bool chosen = false;
+    for (int n : argnums) chosen |= n == static_cast<int>(a);
+    selected.insert(selected.end(), leaf_counts[a], chosen);
+  }
+  for (int n : argnums)
+    check(n >= 0 && n < static_cast<int>(leaf_counts.size()), transform, ": argnums ", n,
+          " is out of range for a function of ", leaf_counts.size(), " arguments");
+  return selected;
+}
+
+void check_scalar_output(const std::vector<Tensor>& outputs, const char* transform) {
+  check(outputs.size() == 1, transform, ": the function must return one scalar, it returned ",
+        outputs.size(), " tensors");
+  const Tensor& y = outputs[0];
+  check(y.ndim() == 0 && is_floating(y.dtype()), transform,
+        ": the function must return a 0-d float tensor (a scalar loss), it returned shape ",
+        fmt(y.shape()), " ", dtype_name(y.dtype()), "; use vjp or jacrev for other outputs");
+}
+
+Linearized vjp_graph(const Graph& g, const std::vector<Tensor>& inputs,
+                     const std::vector<bool>& wrt) {
+  check(inputs.size() == g.inputs.size() && wrt.size() == inputs.size(), "vjp: the graph takes ",
+        g.inputs.size(), " inputs, got ", inputs.size());
+  auto graph = std::make_shared<const Graph>(g);
+  auto env = std::make_shared<std::vector<Tensor>>(g.types.size());
+  auto active = std::make_shared<std::vector<bool>>(g.types.size(), false);
+  for (const auto& [v, t] : g.constants) (*env)[v] = t;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    (*env)[g.inputs[i]] = inputs[i];
+    (*active)[g.inputs[i]] = wrt[i] && differentiable(g.types[g.inputs[i]]);
+  }
+  // Forward: compute every value, marking those that depend on a differentiated input.
+  for (const Node& n : g.nodes) {
+    std::vector<Tensor> args;
+    bool any = false;
+    for (ValueId v : n.inputs) {
+      args.push_back((*env)[v]);
+      any = any || (*active)[v];
+    }
+    std::vector<Tensor> outs = lanes::bind(n.prim, args);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      (*env)[n.outputs[k]] = std::move(outs[k]);
+      (*active)[n.outputs[k]] = any && differentiable(g.types[n.outputs[k]]);
+    }
+  }
+  Linearized lin;
+  for (ValueId v : g.outputs) lin.outputs.push_back((*env)[v]);
+  lin.backward = [graph, env, active, wrt](const std::vector<Tensor>& cotangents) {
+    const Graph& g = *graph;
+    check(cotangents.size() == g.outputs.size(), "vjp: ", cotangents.size(),
+          " cotangents for ", g.outputs.size(), " outputs");
+    std::vector<Tensor> ct(g.types.size());
+    for (size_t i = 0; i < cotangents.size(); ++i) {
+      const TensorType& t = g.types[g.outputs[i]];
+      check(!cotangents[i].defined() || cotangents[i].shape() == t.shape, "vjp: cotangent ", i,
+            " has shape ", fmt(cotangents[i].shape()), " but the output has shape ", fmt(t.shape));
+      if ((*active)[g.outputs[i]]) accumulate(ct[g.outputs[i]], cotangents[i], t, nullptr);
+    }
+    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
+      const Node& n = *it;
+      std::vector<Tensor> out_ct, outs, primals;
+      bool any = false;
+      for (ValueId v : n.outputs) {
+        out_ct.push_back(ct[v]);
+        outs.push_back((*env)[v]);
+        any = any || ct[v].defined();
+      }
+      if (!any) continue;
+      bool needed = false;
+      for (ValueId v : n.inputs) {
+        primals.push_back((*env)[v]);
+        needed = needed || (*active)[v];
+      }
+      if (!needed) continue;
+      const std::vector<Tensor> in_ct = n.prim->vjp(primals, out_ct, outs);
+      check(in_ct.size() == n.inputs.size(), "vjp: the rule of '", n.prim->name(), "' gave ",
+            in_ct.size(), " cotangents for ", n.inputs.size(), " inputs");
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if ((*active)[n.inputs[k]])
+          accumulate(ct[n.inputs[k]], in_ct[k], g.types[n.inputs[k]], n.prim.get());
+    }
+    std::vector<Tensor> result(g.inputs.size());
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      if (!wrt[i]) continue;
+      const ValueId v = g.inputs[i];
+      result[i] = ct[v].defined() ? ct[v] : zeros_of(g.types[v]);
+    }
+    return result;
+  };
+  return lin;
+}
+
+std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
+                                                              const std::vector<Tensor>& inputs,
+                                                              const std::vector<Tensor>& tangents) {
+  check(inputs.size() == g.inputs.size() && tangents.size() == inputs.size(),
+        "jvp: the graph takes ", g.inputs.size(), " inputs, got ", inputs.size());
+  std::vector<Tensor> env(g.types.size()), tan(g.types.size());
+  for (const auto& [v, t] : g.constants) env[v] = t;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueId v = g.inputs[i];
+    env[v] = inputs[i];
+    if (!tangents[i].defined() || !differentiable(g.types[v])) continue;
+    check(tangents[i].shape() == g.types[v].shape, "jvp: tangent ", i, " has shape ",
+          fmt(tangents[i].shape()), " but its primal has shape ", fmt(g.types[v].shape));
+    tan[v] = tangents[i].dtype() == g.types[v].dtype ? tangents[i]
+                                                      : cast(tangents[i], g.types[v].dtype);
+  }
+  for (const Node& n : g.nodes) {
+    std::vector<Tensor> args, dargs;
+    bool any = false;
+    for (ValueId v : n.inputs) {
+      args.push_back(env[v]);
+      dargs.push_back(tan[v]);
+      any = any || tan[v].defined();
+    }
+    std::vector<Tensor> outs = lanes::bind(n.prim, args);
+    if (any) {
+      std::vector<Tensor> douts = n.prim->jvp(args, dargs, outs);
+      check(douts.size() == outs.size(), "jvp: the rule of '", n.prim->name(), "' gave ",
+            douts.size(), " tangents for ", outs.size(), " outputs");
+      for (size_t k = 0; k < outs.size(); ++k)
+        if (douts[k].defined() && differentiable(g.types[n.outputs[k]])) {
+          check(douts[k].shape() == outs[k].shape(), "jvp: the rule of '", n.prim->name(),
+                "' gave a tangent of shape ", fmt(douts[k].shape()), " for an output of shape ",
+                fmt(outs[k].shape()));
+          tan[n.outputs[k]] = douts[k];
+        }
+    }
+    for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
+  }
+  std::vector<Tensor> ys, ts;
+  for (ValueId v : g.outputs) {
+    ys.push_back(env[v]);
+    ts.push_back(tan[v].defined() ? tan[v] : zeros_of(g.types[v]));
+  }
+  return {ys, ts};
+}
+
+Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf) {
+  check(lin.outputs.size() == 1 && is_floating(lin.outputs[0].dtype()),
+        "jacrev: the function must return one float tensor");
+  const Tensor& y = lin.outputs[0];
+  const int64_t n = y.numel();
+  Shape basis_shape{n};
+  basis_shape.insert(basis_shape.end(), y.shape().begin(), y.shape().end());
+  const Tensor basis = reshape(eye(n, y.dtype()), basis_shape);
+  VmapOptions options;
+  options.axis_size = n;
+  const Tensor rows = vmap([&](const Tensor& ct) { return lin.backward({ct})[leaf]; }, 0, 0,
+                           options)(basis);
+  Shape shape = y.shape();
+  shape.insert(shape.end(), arg.shape.begin(), arg.shape.end());
+  return reshape(rows, shape);
+}
+
+Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf) {
+  const Tensor& x = inputs[leaf];
+  check(is_floating(x.dtype()), "jacfwd: the argument must be a float tensor, got ",
+        dtype_name(x.dtype()));
+  const int64_t m = x.numel();
+  Shape basis_shape{m};
+  basis_shape.insert(basis_shape.end(), x.shape().begin(), x.shape().end());
+  const Tensor basis = reshape(eye(m, x.dtype()), basis_shape);
+  const TensorType y = g.types[g.outputs.at(0)];
+  check(g.outputs.size() == 1 && is_floating(y.dtype),
+        "jacfwd: the function must return one float tensor");
+  VmapOptions options;
+  options.axis_size = m;
+  const Tensor cols = vmap(
+      [&](const Tensor& t) {
+        std::vector<Tensor> tangents(inputs.size());
+        tangents[leaf] = t;
+        return jvp_graph(g, inputs, tangents).second[0];
+      },
+      0, -1, options)(basis);
+  Shape shape = y.shape;
+  shape.insert(shape.end(), x.shape().begin(), x.shape().end());
+  return reshape(cols, shape);
+}
+
+}  // namespace detail
+}  // namespace lanes
