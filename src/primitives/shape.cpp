@@ -33,6 +33,16 @@ std::vector<Batched> Reshape::batch(const std::vector<Batched>& in, int64_t size
   return {{reshape(batching::move_batch_dim(in[0], 0), shape), 0}};
 }
 
+std::vector<Tensor> Reshape::jvp(const std::vector<Tensor>&, const std::vector<Tensor>& t,
+                                 const std::vector<Tensor>&) const {
+  return {reshape(t[0], shape_)};
+}
+
+std::vector<Tensor> Reshape::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                 const std::vector<Tensor>&) const {
+  return {reshape(ct[0], x[0].shape())};
+}
+
 // ---- transpose --------------------------------------------------------------------------------
 
 std::string Transpose::params() const { return "permutation=" + list_str(perm_); }
@@ -68,6 +78,18 @@ std::vector<Batched> Transpose::batch(const std::vector<Batched>& in, int64_t) c
   std::vector<int64_t> perm{d};
   for (int64_t p : perm_) perm.push_back(p < d ? p : p + 1);
   return {{transpose(in[0].value, perm), 0}};
+}
+
+std::vector<Tensor> Transpose::jvp(const std::vector<Tensor>&, const std::vector<Tensor>& t,
+                                   const std::vector<Tensor>&) const {
+  return {transpose(t[0], perm_)};
+}
+
+std::vector<Tensor> Transpose::vjp(const std::vector<Tensor>&, const std::vector<Tensor>& ct,
+                                   const std::vector<Tensor>&) const {
+  std::vector<int64_t> inverse(perm_.size());
+  for (size_t i = 0; i < perm_.size(); ++i) inverse[perm_[i]] = static_cast<int64_t>(i);
+  return {transpose(ct[0], inverse)};
 }
 
 // ---- broadcast_in_dim -------------------------------------------------------------------------
@@ -107,6 +129,25 @@ std::vector<Batched> BroadcastInDim::batch(const std::vector<Batched>& in, int64
   std::vector<int64_t> dims{0};
   for (int64_t d : dims_) dims.push_back(d + 1);
   return {{broadcast_in_dim(batching::move_batch_dim(in[0], 0), shape, dims), 0}};
+}
+
+std::vector<Tensor> BroadcastInDim::jvp(const std::vector<Tensor>&, const std::vector<Tensor>& t,
+                                        const std::vector<Tensor>&) const {
+  return {broadcast_in_dim(t[0], shape_, dims_)};
+}
+
+// The transpose of a broadcast sums over the dims it created or stretched.
+std::vector<Tensor> BroadcastInDim::vjp(const std::vector<Tensor>& x,
+                                        const std::vector<Tensor>& ct,
+                                        const std::vector<Tensor>&) const {
+  std::vector<int64_t> summed;
+  size_t i = 0;
+  for (int64_t d = 0; d < int64_t(shape_.size()); ++d) {
+    const bool kept = i < dims_.size() && dims_[i] == d;
+    if (!kept || (x[0].shape()[i] == 1 && shape_[d] != 1)) summed.push_back(d);
+    if (kept) ++i;
+  }
+  return {reshape(sum(ct[0], summed), x[0].shape())};
 }
 
 // ---- slice ------------------------------------------------------------------------------------
@@ -152,6 +193,33 @@ std::vector<Batched> Slice::batch(const std::vector<Batched>& in, int64_t size) 
   limit.insert(limit.begin() + d, size);
   strides.insert(strides.begin() + d, 1);
   return {{slice(in[0].value, start, limit, strides), d}};
+}
+
+std::vector<Tensor> Slice::jvp(const std::vector<Tensor>&, const std::vector<Tensor>& t,
+                               const std::vector<Tensor>&) const {
+  return {slice(t[0], start_, limit_, strides_)};
+}
+
+// The transpose of a slice puts the cotangent back in place and zeros elsewhere: strided dims
+// first spread out (each element followed by stride - 1 zeros), then pad to the input's size.
+std::vector<Tensor> Slice::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                               const std::vector<Tensor>&) const {
+  Tensor g = ct[0];
+  const Shape& in = x[0].shape();
+  Shape low(in.size()), high(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (strides_[d] > 1 && g.shape()[d] > 0) {
+      const Tensor spread = expand_dims(g, static_cast<int64_t>(d) + 1);
+      Shape lo(spread.ndim(), 0), hi(spread.ndim(), 0);
+      hi[d + 1] = strides_[d] - 1;
+      Shape merged = g.shape();
+      merged[d] *= strides_[d];
+      g = reshape(pad(spread, lo, hi), merged);
+    }
+    low[d] = start_[d];
+    high[d] = in[d] - start_[d] - g.shape()[d];  // negative crops the spread's tail
+  }
+  return {pad(g, low, high)};
 }
 
 }  // namespace lanes::prim

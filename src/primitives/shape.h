@@ -15,6 +15,10 @@ class Reshape : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
   const Shape& shape() const { return shape_; }
 
  private:
@@ -30,6 +34,10 @@ class Transpose : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
   const std::vector<int64_t>& perm() const { return perm_; }
 
  private:
@@ -47,6 +55,10 @@ class BroadcastInDim : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
   const Shape& shape() const { return shape_; }
   const std::vector<int64_t>& dims() const { return dims_; }
 
@@ -65,6 +77,10 @@ class Slice : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
   const Shape& start() const { return start_; }
   const Shape& limit() const { return limit_; }
   const Shape& strides() const { return strides_; }
