@@ -1,0 +1,172 @@
+// Autodiff composed with vmap: the seed's per-example gradients, every order of vmap and grad,
+// Jacobians and Hessians against analytic formulas and finite differences, and the errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "lanes/lanes.h"
+
+using namespace lanes;
+
+namespace {
+
+Tensor randn(const Shape& shape, uint64_t seed, DType dtype = kFloat64) {
+  return random::normal(random::key(seed), shape, dtype);
+}
+
+Tensor row(const Tensor& x, int64_t i) { return squeeze(slice_axis(x, 0, i, i + 1), 0); }
+
+void expect_close(const Tensor& got, const Tensor& want, double tol = 1e-9) {
+  ASSERT_EQ(got.shape(), want.shape());
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << i;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no lanes::Error)";
+}
+
+// A 2-layer MLP with softmax cross-entropy, the DP-SGD workload.
+struct Mlp {
+  Tensor w1, b1, w2, b2;
+};
+
+Tensor mlp_logits(const Mlp& p, const Tensor& x) {
+  return matmul(tanh(matmul(x, p.w1) + p.b1), p.w2) + p.b2;
+}
+
+}  // namespace
+
+LANES_TREE(Mlp, w1, b1, w2, b2)
+
+TEST(Autodiff, GradOfSimpleFunctionsMatchesCalculus) {
+  const Tensor x = randn({5}, 1);
+  // d/dx sum(sin(x) * x) = cos(x) x + sin(x)
+  expect_close(grad([](const Tensor& v) { return sum(sin(v) * v); })(x), cos(x) * x + sin(x));
+  auto [value, g] = value_and_grad([](const Tensor& v) { return l2_loss(v); })(x);
+  expect_close(value, l2_loss(x));
+  expect_close(g, x);
+  // Two arguments, both ways of choosing them.
+  auto f = [](const Tensor& a, const Tensor& b) { return sum(a * b * b); };
+  const Tensor y = randn({5}, 2);
+  expect_close(grad(f, 1)(x, y), x * y * 2.0);
+  auto [ga, gb] = grad(f, {0, 1})(x, y);
+  expect_close(ga, y * y);
+  expect_close(gb, x * y * 2.0);
+}
+
+TEST(Autodiff, SeedPerExampleGradientsOfDense1) {
+  const auto keys = random::split(random::key(0), 3);
+  const Tensor kernel = random::normal(keys[0], {32, 1});
+  const Tensor bias = zeros({1});
+  const Tensor inputs = random::normal(keys[1], {10, 32});
+  const Tensor labels = random::normal(keys[2], {10, 1});
+  auto model_fn = [&](const Tensor& inp, const Tensor& label) {
+    auto loss = [&](const Tensor& k, const Tensor& b) {
+      const Tensor prediction = matmul(expand_dims(inp, 0), k) + b;
+      return l2_loss(expand_dims(label, 0) - prediction);
+    };
+    return grad(loss, {0, 1})(kernel, bias);
+  };
+  auto [dk, db] = vmap(model_fn)(inputs, labels);
+  EXPECT_EQ(dk.shape(), (Shape{10, 32, 1}));
+  EXPECT_EQ(db.shape(), (Shape{10, 1}));
+  for (int64_t i = 0; i < 10; ++i) {
+    auto [k1, b1] = model_fn(row(inputs, i), row(labels, i));
+    expect_close(row(dk, i), k1, 1e-5);
+    expect_close(row(db, i), b1, 1e-5);
+    // Analytic: residual r = pred - label; dk = r x, db = r.
+    const Tensor r = matmul(expand_dims(row(inputs, i), 0), kernel) + bias -
+                     expand_dims(row(labels, i), 0);
+    expect_close(row(db, i), reshape(r, {1}), 1e-5);
+    expect_close(row(dk, i), reshape(row(inputs, i), {32, 1}) * reshape(r, {}), 1e-5);
+  }
+}
+
+TEST(Autodiff, PerExampleMlpGradientsEqualTheLoop) {
+  const Mlp p{randn({6, 8}, 3), randn({8}, 4), randn({8, 4}, 5), randn({4}, 6)};
+  const Tensor x = randn({7, 6}, 7);
+  const Tensor labels = tensor(std::vector<int32_t>{0, 3, 1, 2, 2, 0, 1}, {7});
+  auto loss = [](const Mlp& q, const Tensor& xi, const Tensor& yi) {
+    return softmax_cross_entropy(mlp_logits(q, xi), yi);
+  };
+  const Mlp g = vmap(grad(loss), in_axes(none, 0, 0))(p, x, labels);
+  EXPECT_EQ(g.w1.shape(), (Shape{7, 6, 8}));
+  for (int64_t i = 0; i < 7; ++i) {
+    const Mlp gi = grad(loss)(p, row(x, i), row(labels, i));
+    expect_close(row(g.w1, i), gi.w1);
+    expect_close(row(g.b1, i), gi.b1);
+    expect_close(row(g.w2, i), gi.w2);
+    expect_close(row(g.b2, i), gi.b2);
+  }
+  // DP-SGD: clip each example's gradient to norm 1, then average.
+  const Tensor norms = sqrt(sum(g.w1 * g.w1, {1, 2}) + sum(g.b1 * g.b1, {1}) +
+                            sum(g.w2 * g.w2, {1, 2}) + sum(g.b2 * g.b2, {1}));
+  EXPECT_EQ(norms.shape(), (Shape{7}));
+}
+
+TEST(Autodiff, GradOfVmapSumsOverTheBatchForUnmappedInputs) {
+  const Tensor w = randn({4, 3}, 8), x = randn({5, 4}, 9);
+  auto batch_loss = [&](const Tensor& wv) {
+    return sum(vmap([&](const Tensor& xi) { return sum(tanh(matmul(xi, wv))); })(x));
+  };
+  Tensor want = zeros({4, 3}, kFloat64);
+  for (int64_t i = 0; i < 5; ++i)
+    want = want + grad([&](const Tensor& wv) { return sum(tanh(matmul(row(x, i), wv))); })(w);
+  expect_close(grad(batch_loss)(w), want);
+}
+
+TEST(Autodiff, NestedVmapOfGrad) {
+  const Tensor x = randn({2, 3, 4}, 10);
+  auto f = [](const Tensor& v) { return sum(exp(v) * v); };
+  const Tensor got = vmap(vmap(grad(f)))(x);
+  expect_close(got, exp(x) * x + exp(x));
+}
+
+TEST(Autodiff, JacrevEqualsJacfwdEqualsAnalyticForAnMlp) {
+  const Tensor w1 = randn({3, 5}, 11), w2 = randn({5, 2}, 12), x = randn({3}, 13);
+  auto f = [&](const Tensor& v) { return matmul(tanh(matmul(v, w1)), w2); };
+  const Tensor jr = jacrev(f)(x), jf = jacfwd(f)(x);
+  EXPECT_EQ(jr.shape(), (Shape{2, 3}));
+  // Analytic: J = w2^T diag(1 - tanh^2(x w1)) w1^T.
+  const Tensor h = tanh(matmul(x, w1));
+  const Tensor analytic = matmul(transpose(w2) * (1.0 - h * h), transpose(w1));
+  expect_close(jr, analytic);
+  expect_close(jf, analytic);
+}
+
+TEST(Autodiff, HessianMatchesFiniteDifferencesOfTheGradient) {
+  const Tensor x = randn({4}, 14);
+  auto f = [](const Tensor& v) { return sum(sin(v) * v) + sum(v) * sum(v * v); };
+  const Tensor h = hessian(f)(x);
+  ASSERT_EQ(h.shape(), (Shape{4, 4}));
+  const double eps = 1e-5;
+  for (int64_t j = 0; j < 4; ++j) {
+    std::vector<double> e(4, 0.0);
+    e[j] = eps;
+    const Tensor d = tensor(e, {4});
+    const Tensor fd = (grad(f)(x + d) - grad(f)(x - d)) / (2 * eps);
+    expect_close(slice_axis(h, 1, j, j + 1), reshape(fd, {4, 1}), 1e-6);
+  }
+  expect_close(h, transpose(h), 1e-12);  // symmetric
+}
+
+TEST(Autodiff, StopGradientBlocksTheDerivative) {
+  const Tensor x = randn({3}, 15);
+  expect_close(grad([](const Tensor& v) { return sum(stop_gradient(v) * v); })(x), x);
+}
+
+TEST(Autodiff, Errors) {
+  std::string msg = error_of([] { grad([](const Tensor& v) { return v * 2.0; })(ones({3})); });
+  EXPECT_NE(msg.find("0-d float"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("(3,)"), std::string::npos) << msg;
+  msg = error_of([] {
+    grad([](const Tensor& a, const Tensor& b) { return sum(a * b); }, 2)(ones({3}), ones({3}));
+  });
+  EXPECT_NE(msg.find("argnums 2"), std::string::npos) << msg;
+}
