@@ -1,6 +1,7 @@
 // lanes: static automatic batching for C++. Include this one header.
 #pragma once
 
+#include "lanes/compile.h"
 #include "lanes/dtype.h"
 #include "lanes/autodiff.h"
 #include "lanes/error.h"

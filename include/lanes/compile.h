@@ -1,0 +1,100 @@
+// compile(f): trace once per input signature, optimize the graph, run it fast (jax.jit).
+//
+//     auto step = lanes::compile(lanes::vmap(lanes::grad(loss), lanes::in_axes(lanes::none, 0, 0)));
+//     auto grads = step(params, x, y);   // first call traces, batches, optimizes; later calls run
+//
+// The cache key is the argument types (C++ types, leaf shapes and dtypes). Tensors the function
+// captures are baked in as constants at trace time, as jax.jit does. Inside another transform a
+// compiled function is simply traced through.
+#pragma once
+
+#include <any>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <typeinfo>
+#include <unordered_map>
+
+#include "lanes/graph.h"
+#include "lanes/tree.h"
+
+namespace lanes {
+
+namespace detail {
+
+/// Graph passes run once per signature: dead code elimination, common subexpression
+/// elimination, simplification of the reshapes/transposes/broadcasts/casts that batching and
+/// autodiff introduce, and fusion of elementwise chains (src/runtime/passes.cpp).
+Graph optimize(const Graph& g);
+
+/// Runs an optimized graph on concrete inputs without re-validating shapes per node; frees
+/// each intermediate after its last use (src/runtime/executor.cpp).
+std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs);
+
+/// "float32(3,4);int32();" for the leaves, prefixed by the argument types.
+std::string signature(const std::vector<Tensor>& leaves, const std::string& types);
+
+/// Whether any leaf is traced (then compile traces through instead of caching).
+bool any_traced(const std::vector<Tensor>& leaves);
+
+struct CompiledEntry {
+  Graph graph;
+  std::any out;  // the traced result: the structure of the output tree
+};
+
+}  // namespace detail
+
+template <class F>
+class Compiled {
+ public:
+  explicit Compiled(F f) : f_(std::move(f)), cache_(std::make_shared<Cache>()) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using Out = std::invoke_result_t<const F&, const Args&...>;
+    std::vector<Tensor> leaves;
+    (tree::flatten(args, leaves), ...);
+    if (detail::any_traced(leaves)) return f_(args...);
+    const std::string key =
+        detail::signature(leaves, (std::string(typeid(Args).name()) + ... + ""));
+    std::shared_ptr<const detail::CompiledEntry> entry;
+    {
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      auto it = cache_->entries.find(key);
+      if (it != cache_->entries.end()) entry = it->second;
+    }
+    if (!entry) {
+      Out out{};
+      Graph g = detail::trace<F>(f_, &out, detail::leaf_types(args...), args...);
+      auto fresh = std::make_shared<detail::CompiledEntry>();
+      fresh->graph = detail::optimize(g);
+      fresh->out = std::move(out);
+      std::lock_guard<std::mutex> lock(cache_->mutex);
+      entry = cache_->entries.emplace(key, std::move(fresh)).first->second;
+    }
+    return tree::rebuild(std::any_cast<const Out&>(entry->out),
+                         detail::execute(entry->graph, leaves));
+  }
+
+  /// Number of signatures traced so far.
+  size_t cache_size() const {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    return cache_->entries.size();
+  }
+
+ private:
+  struct Cache {
+    mutable std::mutex mutex;
+    std::unordered_map<std::string, std::shared_ptr<const detail::CompiledEntry>> entries;
+  };
+  F f_;
+  std::shared_ptr<Cache> cache_;
+};
+
+/// f traced and optimized once per input signature (see the top of this file).
+template <class F>
+Compiled<F> compile(F f) {
+  return Compiled<F>(std::move(f));
+}
+
+}  // namespace lanes

@@ -1,0 +1,58 @@
+// The executor of compiled graphs: nodes in order, each intermediate freed after its last use so
+// the allocator can reuse its memory for the next ones.
+#include <sstream>
+
+#include "lanes/compile.h"
+
+namespace lanes::detail {
+
+std::string signature(const std::vector<Tensor>& leaves, const std::string& types) {
+  std::string key = types;
+  key += '|';
+  for (const Tensor& t : leaves) {
+    key += dtype_name(t.dtype());
+    for (int64_t d : t.shape()) {
+      key += ',';
+      key += std::to_string(d);
+    }
+    key += ';';
+  }
+  return key;
+}
+
+bool any_traced(const std::vector<Tensor>& leaves) {
+  for (const Tensor& t : leaves)
+    if (t.is_tracer()) return true;
+  return false;
+}
+
+std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
+  check(g.captured.empty(), "execute: a compiled graph cannot read values of enclosing traces");
+  check(inputs.size() == g.inputs.size(), "compile: the function takes ", g.inputs.size(),
+        " tensors, got ", inputs.size());
+  // Last use of each value; outputs live to the end.
+  std::vector<int64_t> last_use(g.types.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ValueId v : g.nodes[i].inputs) last_use[v] = static_cast<int64_t>(i);
+  for (ValueId v : g.outputs) last_use[v] = static_cast<int64_t>(g.nodes.size());
+
+  std::vector<Tensor> env(g.types.size());
+  for (const auto& [v, t] : g.constants) env[v] = t;
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = inputs[i];
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    args.clear();
+    for (ValueId v : n.inputs) args.push_back(env[v]);
+    std::vector<Tensor> outs = n.prim->eval(args);
+    for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
+    for (ValueId v : n.inputs)
+      if (last_use[v] == static_cast<int64_t>(i)) env[v] = Tensor();
+  }
+  std::vector<Tensor> outputs;
+  outputs.reserve(g.outputs.size());
+  for (ValueId v : g.outputs) outputs.push_back(env[v]);
+  return outputs;
+}
+
+}  // namespace lanes::detail
