@@ -1,0 +1,103 @@
+// Unary kernels and the elementwise op tables (names, accepted dtypes).
+#include "kernels/elementwise.h"
+
+#include "kernels/elementwise_loops.h"
+#include "kernels/elementwise_ops.h"
+
+namespace lanes::kernels {
+
+const char* unary_name(UnaryOp op) {
+  static constexpr const char* names[] = {"neg",   "exp",  "log",      "log1p", "expm1", "sqrt",
+                                          "rsqrt", "tanh", "logistic", "sin",   "cos",   "erf",
+                                          "abs",   "sign", "floor",    "ceil",  "round", "not"};
+  return names[static_cast<int>(op)];
+}
+
+const char* binary_name(BinaryOp op) {
+  static constexpr const char* names[] = {"add", "sub", "mul", "div", "pow", "max", "min", "atan2",
+                                          "eq",  "ne",  "lt",  "le",  "gt",  "ge",  "and", "or"};
+  return names[static_cast<int>(op)];
+}
+
+bool unary_accepts(UnaryOp op, DType d) {
+  switch (op) {
+    case UnaryOp::LogicalNot:
+      return d == DType::Bool;
+    case UnaryOp::Neg:
+    case UnaryOp::Abs:
+    case UnaryOp::Sign:
+      return d != DType::Bool;
+    default:
+      return is_floating(d);
+  }
+}
+
+bool binary_accepts(BinaryOp op, DType d) {
+  switch (op) {
+    case BinaryOp::And:
+    case BinaryOp::Or:
+      return d == DType::Bool;
+    case BinaryOp::Sub:
+    case BinaryOp::Div:
+    case BinaryOp::Pow:
+      return d != DType::Bool;
+    case BinaryOp::Atan2:
+      return is_floating(d);
+    default:
+      return true;
+  }
+}
+
+bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::Ge; }
+
+namespace {
+
+template <class T, class F>
+void run_unary(F f, const T* x, T* out, int64_t n) {
+  loops::unary_row<T, T>(out, x, 1, n, f);
+}
+
+/// Calls fn(functor) with the functor of `op` for element type T.
+template <class T, class Fn>
+void with_unary(UnaryOp op, Fn&& fn) {
+  if constexpr (loops::kFloat<T>) {
+    switch (op) {
+#define LANES_CASE(Name) \
+  case UnaryOp::Name:    \
+    return fn(vm::Name{});
+      LANES_CASE(Exp)
+      LANES_CASE(Log) LANES_CASE(Log1p) LANES_CASE(Expm1) LANES_CASE(Sqrt) LANES_CASE(Rsqrt)
+          LANES_CASE(Tanh) LANES_CASE(Logistic) LANES_CASE(Sin) LANES_CASE(Cos) LANES_CASE(Erf)
+              LANES_CASE(Floor) LANES_CASE(Ceil) LANES_CASE(Round)
+#undef LANES_CASE
+                  default : break;
+    }
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    if (op == UnaryOp::LogicalNot) return fn(vm::LogicalNot{});
+  } else {
+    if (op == UnaryOp::Neg) return fn(vm::Neg{});
+    if (op == UnaryOp::Abs) return fn(vm::Abs{});
+    if (op == UnaryOp::Sign) return fn(vm::Sign{});
+  }
+  throw Error(detail::concat(unary_name(op), ": unsupported dtype ", dtype_name(dtype_of<T>())));
+}
+
+}  // namespace
+
+Tensor unary(UnaryOp op, const Tensor& x) {
+  check(unary_accepts(op, x.dtype()), unary_name(op), ": does not accept dtype ",
+        dtype_name(x.dtype()));
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    with_unary<T>(op, [&](auto f) { loops::unary<T, T>(x, out, f); });
+  });
+  return out;
+}
+
+void unary_f32(UnaryOp op, const float* x, float* out, int64_t n) {
+  with_unary<float>(op, [&](auto f) { run_unary<float>(f, x, out, n); });
+}
+
+}  // namespace lanes::kernels

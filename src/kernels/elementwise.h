@@ -1,0 +1,83 @@
+// Elementwise kernels: unary math, binary arithmetic and comparisons, select, dtype conversion.
+//
+// Inputs may have any strides (0 included: broadcast views); outputs are fresh contiguous
+// tensors. Binary and select operands must already have equal shapes and dtypes (the
+// primitives check, the ops broadcast and promote). float32/float64 math runs on xsimd batches
+// (src/kernels/vector_math.h); strided operands are gathered into small buffers first so every
+// layout computes bit-identical results. Large inputs are split over threads.
+//
+// Integer semantics never invoke undefined behaviour: add/sub/mul/neg/abs wrap around (two's
+// complement), x / 0 == 0, INT_MIN / -1 == INT_MIN, float -> int conversion truncates toward
+// zero and saturates (NaN -> 0), int -> narrower int wraps.
+#pragma once
+
+#include <cstdint>
+
+#include "lanes/tensor.h"
+
+namespace lanes::kernels {
+
+enum class UnaryOp : uint8_t {
+  Neg,
+  Exp,
+  Log,
+  Log1p,
+  Expm1,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Logistic,  // sigmoid: 1 / (1 + exp(-x))
+  Sin,
+  Cos,
+  Erf,
+  Abs,
+  Sign,
+  Floor,
+  Ceil,
+  Round,  // half to even
+  LogicalNot,
+};
+
+enum class BinaryOp : uint8_t {
+  Add,
+  Sub,
+  Mul,
+  Div,  // floats: true division; integers: truncates toward zero, x / 0 == 0
+  Pow,
+  Max,  // NaN propagates
+  Min,
+  Atan2,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+};
+
+/// lax-style names: "exp", "logistic", "add", "lt", ...
+const char* unary_name(UnaryOp op);
+const char* binary_name(BinaryOp op);
+
+/// Whether `op` accepts operands of dtype `d` (the primitives' dtype rules).
+bool unary_accepts(UnaryOp op, DType d);
+bool binary_accepts(BinaryOp op, DType d);
+/// Comparisons (eq ... ge) give Bool; every other op gives its operands' dtype.
+bool is_comparison(BinaryOp op);
+
+/// op(x), same shape and dtype as x.
+Tensor unary(UnaryOp op, const Tensor& x);
+/// op(a, b) for equal shapes and dtypes.
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+/// cond ? a : b, with cond Bool and all three of one shape; a and b of one dtype.
+Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b);
+/// x converted to `dtype` (see the header comment for the integer rules).
+Tensor cast(const Tensor& x, DType dtype);
+
+/// out[i] = op(x[i]) for contiguous float32 data on the calling thread: the kernel behind
+/// unary() without the tensor plumbing (benchmarks, fused loops).
+void unary_f32(UnaryOp op, const float* x, float* out, int64_t n);
+
+}  // namespace lanes::kernels

@@ -1,0 +1,117 @@
+// Dtype conversion and select.
+#include <limits>
+
+#include "kernels/elementwise.h"
+#include "kernels/elementwise_loops.h"
+
+namespace lanes::kernels {
+
+namespace {
+
+/// One element converted without undefined behaviour: float -> int truncates toward zero and
+/// saturates (NaN -> 0), as XLA does; int -> int wraps; anything -> bool is x != 0. Written with
+/// selects only, so the loops vectorize.
+template <class To, class From>
+To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    // [lo, hi) is where the truncating conversion is defined: lo = min, hi = max + 1, both zero or
+    // powers of two, so exact in From.
+    constexpr From lo = static_cast<From>(std::numeric_limits<To>::min());
+    constexpr From hi = From(2) * static_cast<From>(std::numeric_limits<To>::max() / 2 + 1);
+    const From inside = (v >= lo && v < hi) ? v : From(0);  // NaN fails both tests
+    To r = static_cast<To>(inside);
+    r = v >= hi ? std::numeric_limits<To>::max() : r;
+    return v < lo ? std::numeric_limits<To>::min() : r;
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+template <class To>
+struct Convert {
+  static constexpr bool simd = false;
+  static constexpr int64_t grain = 32768;
+  template <class From>
+  To operator()(From v) const {
+    return convert<To>(v);
+  }
+};
+
+constexpr int64_t kSelectGrain = 32768;  // elements per thread at least: a cheap op
+
+/// Branch-free blend: a random cond would mispredict half the time, and GCC compiles the plain
+/// ternary to branches.
+template <class U>
+void select_contiguous(const bool* c, const U* x, const U* y, U* o, int64_t n) {
+  using B = xsimd::batch<U>;
+  constexpr int64_t W = B::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    alignas(64) U m[W];
+    for (int64_t j = 0; j < W; ++j) m[j] = c[i + j];
+    xsimd::select(B::load_aligned(m) != B(0), B::load_unaligned(x + i), B::load_unaligned(y + i))
+        .store_unaligned(o + i);
+  }
+  for (; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+}
+
+/// cond ? a : b on raw bits: the choice does not look at values, so one instantiation per
+/// element size serves every dtype.
+template <class U>
+void select_bits(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const auto s = loops::make_space<4>(out, {&cond, &a, &b});
+  const bool* cb = cond.data<bool>();
+  const U* ab = static_cast<const U*>(a.raw_data());
+  const U* bb = static_cast<const U*>(b.raw_data());
+  U* ob = static_cast<U*>(out.raw_mutable_data());
+  loops::for_rows(
+      s, kSelectGrain,
+      [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& st) {
+        const bool* c = cb + off[1];
+        const U* x = ab + off[2];
+        const U* y = bb + off[3];
+        U* o = ob + off[0];
+        if (st[1] == 1 && st[2] == 1 && st[3] == 1) return select_contiguous(c, x, y, o, n);
+        for (int64_t i = 0; i < n; ++i) o[i] = c[i * st[1]] ? x[i * st[2]] : y[i * st[3]];
+      });
+}
+
+}  // namespace
+
+Tensor cast(const Tensor& x, DType dtype) {
+  check(x.defined(), "cast: undefined tensor");
+  Tensor out = Tensor::empty(x.shape(), dtype);
+  visit_dtype(x.dtype(), [&](auto from) {
+    using From = typename decltype(from)::type;
+    visit_dtype(dtype, [&](auto to) {
+      using To = typename decltype(to)::type;
+      loops::unary<From, To>(x, out, Convert<To>{});
+    });
+  });
+  return out;
+}
+
+Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check(cond.dtype() == DType::Bool && cond.shape() == a.shape() && a.shape() == b.shape() &&
+            a.dtype() == b.dtype(),
+        "select: needs a bool cond and two operands of one shape and dtype, got ",
+        fmt(cond.shape()), " ", dtype_name(cond.dtype()), ", ", fmt(a.shape()), " ",
+        dtype_name(a.dtype()), ", ", fmt(b.shape()), " ", dtype_name(b.dtype()));
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  switch (dtype_size(a.dtype())) {
+    case 1:
+      select_bits<uint8_t>(cond, a, b, out);
+      break;
+    case 4:
+      select_bits<uint32_t>(cond, a, b, out);
+      break;
+    default:
+      select_bits<uint64_t>(cond, a, b, out);
+      break;
+  }
+  return out;
+}
+
+}  // namespace lanes::kernels

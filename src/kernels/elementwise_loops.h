@@ -1,0 +1,275 @@
+// The loop machinery of the elementwise kernels: one n-d iteration space shared by the output
+// and its operands, split over threads, and row loops that run an op functor on xsimd batches
+// (float32/float64 functors with `simd = true`) or element by element.
+//
+// An op functor F has `template <class V> V operator()(V...) const` for V = T (scalar, used for
+// integer dtypes and ops without a batch form) and V = xsimd::batch<T> (when F::simd and T is
+// float/double), plus `static constexpr bool simd` and `static constexpr int64_t grain` (the
+// elements one thread should get at least: ~32K for cheap ops, ~8K for exp-class ones).
+//
+// Batch-form ops never run scalar code, not even for the tail or for strided operands: the tail
+// is padded into a full batch and strided rows are gathered into a buffer, so a value gives the
+// same result wherever it sits (contiguous, strided, broadcast, vmapped or not).
+#pragma once
+
+// GCC 12 reports the _mm512_undefined_* placeholders inside its own AVX-512 intrinsics as
+// "(may be) used uninitialized" when xsimd inlines them; the warning is a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <type_traits>
+
+#include "core/strided.h"
+#include "lanes/parallel.h"
+#include "lanes/tensor.h"
+
+namespace lanes::kernels::loops {
+
+template <class T>
+inline constexpr bool kFloat = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/// Whether functor F runs on xsimd batches of T.
+template <class F, class T>
+inline constexpr bool kSimd = F::simd&& kFloat<T>;
+
+/// Elements per gather buffer for strided operands (a few KB: stays in L1).
+inline constexpr int64_t kBuffer = 512;
+
+/// The coalesced iteration space of an output (operand 0, contiguous) and K-1 inputs.
+template <size_t K>
+struct Space {
+  Shape shape;
+  std::array<Strides, K> strides;
+};
+
+template <size_t K>
+Space<K> make_space(const Tensor& out, const std::array<const Tensor*, K - 1>& inputs) {
+  Space<K> s{out.shape(), {}};
+  s.strides[0] = out.strides();
+  for (size_t k = 1; k < K; ++k) s.strides[k] = inputs[k - 1]->strides();
+  detail::coalesce(s.shape, s.strides);
+  return s;
+}
+
+/// Whether some input walks the last dim with a larger stride than the one before it (a
+/// transposed view): row-by-row iteration would then touch a new cache line - and, for wide
+/// tensors, a new page - per element, so the last two dims are visited in tiles instead.
+template <size_t K>
+bool needs_tiles(const Space<K>& s) {
+  const size_t nd = s.shape.size();
+  if (nd < 2) return false;
+  for (size_t k = 1; k < K; ++k) {
+    const int64_t inner = std::abs(s.strides[k][nd - 1]), outer = std::abs(s.strides[k][nd - 2]);
+    if (inner > 1 && outer != 0 && outer < inner) return true;
+  }
+  return false;
+}
+
+/// for_rows over kTile x kTile tiles of the last two dims (rows of kTile elements). A work
+/// unit is kTile rows across all columns; units are split between threads.
+template <size_t K, class Row>
+void for_tiles(const Space<K>& s, int64_t grain, Row&& row) {
+  constexpr int64_t kTile = 16;  // small: power-of-two strides alias in cache sets and the TLB
+  const size_t nd = s.shape.size();
+  const int64_t rows = s.shape[nd - 2], cols = s.shape[nd - 1];
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  int64_t outer = 1;
+  for (size_t d = 0; d + 2 < nd; ++d) outer *= s.shape[d];
+  std::array<int64_t, K> steps, row_step;
+  for (size_t k = 0; k < K; ++k) {
+    steps[k] = s.strides[k][nd - 1];
+    row_step[k] = s.strides[k][nd - 2];
+  }
+  const int64_t unit = std::min(rows, kTile) * cols;
+  parallel_for(outer * row_tiles, std::max<int64_t>(1, grain / std::max<int64_t>(unit, 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t u = b; u < e; ++u) {
+                   std::array<int64_t, K> base{};
+                   for (int64_t d = static_cast<int64_t>(nd) - 3, rest = u / row_tiles; d >= 0;
+                        --d) {
+                     const int64_t i = rest % s.shape[d];
+                     rest /= s.shape[d];
+                     for (size_t k = 0; k < K; ++k) base[k] += i * s.strides[k][d];
+                   }
+                   const int64_t r0 = u % row_tiles * kTile, r1 = std::min(rows, r0 + kTile);
+                   for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+                     const int64_t n = std::min(kTile, cols - c0);
+                     for (int64_t r = r0; r < r1; ++r) {
+                       std::array<int64_t, K> off;
+                       for (size_t k = 0; k < K; ++k)
+                         off[k] = base[k] + r * row_step[k] + c0 * steps[k];
+                       row(off, n, steps);
+                     }
+                   }
+                 }
+               });
+}
+
+/// Calls row(offsets, n, steps) over the space: offsets[k] is operand k's element offset at a row
+/// start, n the row length, steps[k] operand k's stride along the row (steps[0] is 1: the output
+/// is contiguous). A single row (contiguous data) is split into chunks, several rows are split
+/// between threads whole, transposed inputs go tile by tile.
+template <size_t K, class Row>
+void for_rows(const Space<K>& s, int64_t grain, Row&& row) {
+  const int64_t len = s.shape.back(), rows = detail::num_rows(s.shape);
+  if (len == 0 || rows == 0) return;
+  if (needs_tiles(s)) return for_tiles(s, grain, row);
+  std::array<int64_t, K> steps;
+  for (size_t k = 0; k < K; ++k) steps[k] = s.strides[k].back();
+  if (rows == 1) {
+    parallel_for(len, grain, [&](int64_t b, int64_t e) {
+      std::array<int64_t, K> off;
+      for (size_t k = 0; k < K; ++k) off[k] = b * steps[k];
+      row(off, e - b, steps);
+    });
+    return;
+  }
+  parallel_for(rows, std::max<int64_t>(1, grain / len), [&](int64_t b, int64_t e) {
+    detail::for_each_row(s.shape, s.strides, b, e,
+                         [&](const std::array<int64_t, K>& off) { row(off, len, steps); });
+  });
+}
+
+// ---- batch helpers --------------------------------------------------------------------------
+
+template <class T>
+using Batch = xsimd::batch<T>;
+
+/// Runs f over n contiguous elements in batches; the tail goes through a padded batch.
+template <class T, class R, class F, class... In>
+void simd_contiguous(R* out, int64_t n, F f, const In*... in) {
+  constexpr int64_t W = Batch<T>::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(Batch<T>::load_unaligned(in + i)...).store_unaligned(out + i);
+  if (i == n) return;
+  const int64_t m = n - i;
+  auto pad = [&](const T* src, T* buf) {
+    std::copy(src + i, src + n, buf);
+    std::fill(buf + m, buf + W, src[i]);  // a value the op already sees: no spurious traps
+    return Batch<T>::load_unaligned(buf);
+  };
+  alignas(64) T bufs[sizeof...(In)][W];
+  int k = 0;
+  alignas(64) R res[W];
+  auto padded = [&](const T* src) { return pad(src, bufs[k++]); };
+  // Evaluation order of function arguments is unspecified; k only picks distinct buffers.
+  f(padded(in)...).store_unaligned(res);
+  std::copy(res, res + m, out + i);
+}
+
+/// Copies n elements at stride `step` into buf (step 0 reads one element).
+template <class T>
+void gather(const T* src, int64_t step, int64_t n, T* buf) {
+  if (step == 0) {
+    std::fill(buf, buf + n, src[0]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) buf[i] = src[i * step];
+  }
+}
+
+// ---- unary ----------------------------------------------------------------------------------
+
+template <class T, class R, class F>
+void unary_row(R* out, const T* x, int64_t sx, int64_t n, F f) {
+  if constexpr (kSimd<F, T>) {
+    if (sx == 1) return simd_contiguous<T>(out, n, f, x);
+    if (sx == 0) {  // a broadcast scalar: compute once
+      R v;
+      simd_contiguous<T>(&v, 1, f, x);
+      return std::fill(out, out + n, v);
+    }
+    alignas(64) T buf[kBuffer];
+    for (int64_t i = 0; i < n; i += kBuffer) {
+      const int64_t m = std::min(kBuffer, n - i);
+      gather(x + i * sx, sx, m, buf);
+      simd_contiguous<T>(out + i, m, f, static_cast<const T*>(buf));
+    }
+  } else {
+    if (sx == 1) {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(x[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = f(x[i * sx]);
+    }
+  }
+}
+
+/// out = f(x) elementwise, out a fresh contiguous tensor of x's shape.
+template <class T, class R, class F>
+void unary(const Tensor& x, const Tensor& out, F f) {
+  const auto s = make_space<2>(out, {&x});
+  const T* xb = x.data<T>();
+  R* ob = out.mutable_data<R>();
+  for_rows(s, F::grain, [&](const std::array<int64_t, 2>& off, int64_t n, const auto& st) {
+    unary_row<T, R>(ob + off[0], xb + off[1], st[1], n, f);
+  });
+}
+
+// ---- binary ---------------------------------------------------------------------------------
+
+template <class T, class R, class F>
+void binary_row_simd(R* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n, F f) {
+  if (sa == 1 && sb == 1) return simd_contiguous<T>(out, n, f, a, b);
+  if (sa == 0 && sb == 0) {
+    R v;
+    simd_contiguous<T>(&v, 1, f, a, b);
+    return std::fill(out, out + n, v);
+  }
+  if (sa == 1 && sb == 0) {  // tensor op scalar: broadcast once, no buffer
+    constexpr int64_t W = Batch<T>::size;
+    const Batch<T> vb(b[0]);
+    int64_t i = 0;
+    for (; i + W <= n; i += W) f(Batch<T>::load_unaligned(a + i), vb).store_unaligned(out + i);
+    if (i < n) {
+      alignas(64) T buf[W];
+      std::fill(buf, buf + W, b[0]);
+      simd_contiguous<T>(out + i, n - i, f, a + i, static_cast<const T*>(buf));
+    }
+    return;
+  }
+  alignas(64) T bufa[kBuffer], bufb[kBuffer];
+  for (int64_t i = 0; i < n; i += kBuffer) {
+    const int64_t m = std::min(kBuffer, n - i);
+    const T* pa = a + i * sa;
+    const T* pb = b + i * sb;
+    if (sa != 1) gather(pa, sa, m, bufa), pa = bufa;
+    if (sb != 1) gather(pb, sb, m, bufb), pb = bufb;
+    simd_contiguous<T>(out + i, m, f, pa, pb);
+  }
+}
+
+template <class T, class R, class F>
+void binary_row(R* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t n, F f) {
+  if constexpr (kSimd<F, T>) {
+    binary_row_simd<T, R>(out, a, sa, b, sb, n, f);
+  } else if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+  } else if (sa == 1 && sb == 0) {
+    const T vb = b[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], vb);
+  } else if (sa == 0 && sb == 1) {
+    const T va = a[0];
+    for (int64_t i = 0; i < n; ++i) out[i] = f(va, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i * sa], b[i * sb]);
+  }
+}
+
+/// out = f(a, b) elementwise; a, b of out's shape (any strides).
+template <class T, class R, class F>
+void binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
+  const auto s = make_space<3>(out, {&a, &b});
+  const T* ab = a.data<T>();
+  const T* bb = b.data<T>();
+  R* ob = out.mutable_data<R>();
+  for_rows(s, F::grain, [&](const std::array<int64_t, 3>& off, int64_t n, const auto& st) {
+    binary_row<T, R>(ob + off[0], ab + off[1], st[1], bb + off[2], st[2], n, f);
+  });
+}
+
+}  // namespace lanes::kernels::loops

@@ -1,0 +1,166 @@
+// Focused checks of the elementwise family beyond the op table: promotion and weak-scalar
+// dtypes, integer corner cases that must not crash (division by zero, INT_MIN / -1, overflow),
+// conversion rules, rounding ties, NaN propagation, and results that do not depend on layout or
+// thread count.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "../src/kernels/elementwise.h"
+#include "lanes/lanes.h"
+
+namespace {
+
+using lanes::DType;
+using lanes::Tensor;
+
+TEST(Elementwise, PromotionFollowsJax) {
+  auto t = [](DType d) { return lanes::ones({2}, d); };
+  EXPECT_EQ((t(DType::Int32) + t(DType::Float32)).dtype(), DType::Float32);
+  EXPECT_EQ((t(DType::UInt8) + t(DType::Int32)).dtype(), DType::Int32);
+  EXPECT_EQ((t(DType::Int64) + t(DType::Float32)).dtype(), DType::Float32);
+  EXPECT_EQ((t(DType::Float32) + t(DType::Float64)).dtype(), DType::Float64);
+  EXPECT_EQ((t(DType::Bool) + t(DType::Bool)).dtype(), DType::Bool);
+  EXPECT_EQ((t(DType::Int32) / t(DType::Int32)).dtype(), DType::Float32);
+  EXPECT_EQ((t(DType::Int64) / t(DType::Int64)).dtype(), DType::Float32);
+  EXPECT_EQ(lanes::exp(t(DType::Int32)).dtype(), DType::Float32);
+  EXPECT_EQ(lanes::sqrt(t(DType::Bool)).dtype(), DType::Float32);
+  EXPECT_EQ((t(DType::Float64) < t(DType::Int32)).dtype(), DType::Bool);
+}
+
+TEST(Elementwise, WeakScalarsKeepTheTensorDtype) {
+  auto t = [](DType d) { return lanes::ones({2}, d); };
+  EXPECT_EQ((t(DType::Float32) * 2.0).dtype(), DType::Float32);
+  EXPECT_EQ((2.0 * t(DType::Float32)).dtype(), DType::Float32);
+  EXPECT_EQ((t(DType::Float64) * 2).dtype(), DType::Float64);
+  EXPECT_EQ((t(DType::Int32) + 1).dtype(), DType::Int32);
+  EXPECT_EQ((t(DType::Int64) + 1).dtype(), DType::Int64);
+  EXPECT_EQ((t(DType::Int32) * 0.5).dtype(), DType::Float32);
+  EXPECT_EQ((t(DType::Bool) + 1).dtype(), DType::Int32);
+  EXPECT_EQ((t(DType::UInt8) + 1).dtype(), DType::UInt8);
+  EXPECT_EQ((t(DType::Int32) / 2).dtype(), DType::Float32);
+  // uint8 arithmetic wraps, as numpy.
+  EXPECT_EQ((lanes::zeros({1}, DType::UInt8) - 1).item<int>(), 255);
+  EXPECT_EQ((lanes::full({1}, 250, DType::UInt8) + 10).item<int>(), 4);
+}
+
+TEST(Elementwise, IntegerCornerCasesDoNotCrash) {
+  using kernels_op = lanes::kernels::BinaryOp;
+  const Tensor a = lanes::tensor(std::vector<int32_t>{7, -7, INT_MIN, 5, 0, INT_MIN});
+  const Tensor b = lanes::tensor(std::vector<int32_t>{2, 2, -1, 0, 0, 1});
+  // The div primitive on integers truncates toward zero; x / 0 == 0; INT_MIN / -1 wraps.
+  EXPECT_EQ(lanes::kernels::binary(kernels_op::Div, a, b).to_vector<int32_t>(),
+            (std::vector<int32_t>{3, -3, INT_MIN, 0, 0, INT_MIN}));
+  const Tensor a64 = lanes::tensor(std::vector<int64_t>{LLONG_MIN, 9, -9});
+  const Tensor b64 = lanes::tensor(std::vector<int64_t>{-1, 0, 4});
+  EXPECT_EQ(lanes::kernels::binary(kernels_op::Div, a64, b64).to_vector<int64_t>(),
+            (std::vector<int64_t>{LLONG_MIN, 0, -2}));
+  const Tensor u = lanes::tensor(std::vector<uint8_t>{200, 7});
+  const Tensor z = lanes::tensor(std::vector<uint8_t>{0, 2});
+  EXPECT_EQ(lanes::kernels::binary(kernels_op::Div, u, z).to_vector<int>(),
+            (std::vector<int>{0, 3}));
+  // True division of integers by zero gives inf / nan, not a trap.
+  const auto q = (a / b).to_vector<float>();
+  EXPECT_TRUE(std::isinf(q[3]));
+  EXPECT_TRUE(std::isnan(q[4]));
+  // Overflow wraps (no signed-overflow UB).
+  const Tensor big = lanes::tensor(std::vector<int32_t>{INT_MAX, INT_MIN});
+  EXPECT_EQ((big + 1).to_vector<int32_t>(), (std::vector<int32_t>{INT_MIN, INT_MIN + 1}));
+  EXPECT_EQ(lanes::negative(big).to_vector<int32_t>(), (std::vector<int32_t>{-INT_MAX, INT_MIN}));
+  EXPECT_EQ(lanes::abs(big).to_vector<int32_t>(), (std::vector<int32_t>{INT_MAX, INT_MIN}));
+  EXPECT_EQ((big * 2).to_vector<int32_t>(), (std::vector<int32_t>{-2, 0}));
+  EXPECT_EQ(lanes::negative(lanes::tensor(std::vector<uint8_t>{1, 0})).to_vector<int>(),
+            (std::vector<int>{255, 0}));
+  // Integer powers.
+  const Tensor base = lanes::tensor(std::vector<int32_t>{2, -3, 2, -1, 1, 0});
+  const Tensor expo = lanes::tensor(std::vector<int32_t>{10, 3, -1, -3, -5, 0});
+  EXPECT_EQ(lanes::pow(base, expo).to_vector<int32_t>(),
+            (std::vector<int32_t>{1024, -27, 0, -1, 1, 1}));
+}
+
+TEST(Elementwise, CastRules) {
+  const float nan = NAN;
+  const Tensor f = lanes::tensor(std::vector<float>{-1.7f, 1.7f, nan, 1e10f, -1e10f, -0.0f, 300});
+  EXPECT_EQ(lanes::cast(f, DType::Int32).to_vector<int32_t>(),
+            (std::vector<int32_t>{-1, 1, 0, INT_MAX, INT_MIN, 0, 300}));
+  EXPECT_EQ(lanes::cast(f, DType::UInt8).to_vector<int>(),
+            (std::vector<int>{0, 1, 0, 255, 0, 0, 255}));
+  EXPECT_EQ(lanes::cast(f, DType::Bool).to_vector<int>(), (std::vector<int>{1, 1, 1, 1, 1, 0, 1}));
+  EXPECT_EQ(
+      lanes::cast(lanes::tensor(std::vector<int32_t>{300, -1}), DType::UInt8).to_vector<int>(),
+      (std::vector<int>{44, 255}));
+  EXPECT_EQ(lanes::cast(lanes::tensor(std::vector<int64_t>{(1LL << 32) + 5}), DType::Int32)
+                .item<int32_t>(),
+            5);
+  const Tensor x = lanes::ones({2, 3});
+  EXPECT_EQ(lanes::cast(x, DType::Float32).storage(), x.storage());  // same dtype: no copy
+}
+
+TEST(Elementwise, RoundHalfToEvenAndNanPropagation) {
+  const Tensor x = lanes::tensor(std::vector<float>{0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 3.7f});
+  EXPECT_EQ(lanes::round(x).to_vector<float>(), (std::vector<float>{0, 2, 2, -0.0f, -2, 4}));
+  const float nan = NAN;
+  const Tensor a = lanes::tensor(std::vector<float>{nan, 1, nan});
+  const Tensor b = lanes::tensor(std::vector<float>{1, nan, nan});
+  for (const Tensor& m : {lanes::maximum(a, b), lanes::minimum(a, b)})
+    for (float v : m.to_vector<float>()) EXPECT_TRUE(std::isnan(v));
+  EXPECT_TRUE(std::isnan(lanes::relu(lanes::scalar(nan)).item<float>()));
+  const auto s = lanes::sign(lanes::tensor(std::vector<float>{-3, 0, 2, nan})).to_vector<float>();
+  EXPECT_EQ(s[0], -1);
+  EXPECT_EQ(s[1], 0);
+  EXPECT_EQ(s[2], 1);
+  EXPECT_TRUE(std::isnan(s[3]));
+}
+
+// A value gives the same bits wherever it sits: contiguous, strided, transposed, broadcast, in
+// a SIMD body or tail, on one thread or several.
+TEST(Elementwise, ResultsIndependentOfLayoutAndThreads) {
+  const int64_t n = 257, m = 403;  // odd sizes: tails everywhere
+  std::vector<float> v(n * m);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.37f * i) * 30;
+  const Tensor x = lanes::tensor(v, {n, m});
+  const Tensor xt = lanes::transpose(lanes::transpose(x).contiguous());
+  using UFn = Tensor (*)(const Tensor&);
+  for (UFn f : std::vector<UFn>{lanes::exp, lanes::tanh, lanes::sigmoid, lanes::erf, lanes::sin}) {
+    const Tensor want = f(x);
+    const Tensor got_t = f(xt);
+    const Tensor got_slice = f(lanes::slice_axis(x, 1, 1, m));
+    EXPECT_EQ(0, std::memcmp(want.raw_data(), got_t.raw_data(), n * m * sizeof(float)));
+    const auto w = want.to_vector<float>(), s = got_slice.to_vector<float>();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 1; j < m; ++j) ASSERT_EQ(w[i * m + j], s[i * (m - 1) + j - 1]);
+    const int threads = lanes::num_threads();
+    lanes::set_num_threads(1);
+    const Tensor one_thread = f(x);
+    lanes::set_num_threads(threads);
+    EXPECT_EQ(0, std::memcmp(want.raw_data(), one_thread.raw_data(), n * m * sizeof(float)));
+  }
+  // A broadcast scalar row equals the element computed alone.
+  const Tensor row = lanes::broadcast_to(lanes::scalar(0.3f), {5, 1000});
+  const auto e = lanes::exp(row).to_vector<float>();
+  const float alone = lanes::exp(lanes::scalar(0.3f)).item<float>();
+  for (float y : e) ASSERT_EQ(y, alone);
+}
+
+TEST(Elementwise, BroadcastingShapes) {
+  const Tensor a = lanes::ones({3, 1, 5});
+  const Tensor b = lanes::ones({4, 1});
+  EXPECT_EQ((a + b).shape(), (lanes::Shape{3, 4, 5}));
+  EXPECT_EQ((lanes::scalar(1.0f) * b).shape(), (lanes::Shape{4, 1}));
+  EXPECT_EQ(lanes::where(lanes::ones({4, 5}, DType::Bool), a, 0.0f * b).shape(),
+            (lanes::Shape{3, 4, 5}));
+  const Tensor empty = lanes::ones({0, 3});
+  EXPECT_EQ(lanes::exp(empty + lanes::ones({3})).shape(), (lanes::Shape{0, 3}));
+}
+
+TEST(Elementwise, PrimitiveNamesInGraphs) {
+  EXPECT_STREQ(lanes::kernels::unary_name(lanes::kernels::UnaryOp::Logistic), "logistic");
+  EXPECT_STREQ(lanes::kernels::binary_name(lanes::kernels::BinaryOp::Atan2), "atan2");
+  EXPECT_FALSE(lanes::kernels::binary_accepts(lanes::kernels::BinaryOp::Sub, DType::Bool));
+  EXPECT_TRUE(lanes::kernels::is_comparison(lanes::kernels::BinaryOp::Ge));
+}
+
+}  // namespace
