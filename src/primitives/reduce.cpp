@@ -1,0 +1,112 @@
+#include "primitives/reduce.h"
+
+#include <algorithm>
+
+#include "lanes/ops.h"
+#include "primitives/util.h"
+
+namespace lanes::prim {
+
+std::vector<int64_t> reduction_axes(const std::vector<int64_t>& axes, bool all, const Shape& shape,
+                                    const char* op) {
+  const auto ndim = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> out;
+  if (all) {
+    for (int64_t d = 0; d < ndim; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t a : axes) {
+    check(a >= -ndim && a < ndim, op, ": axis ", a, " is out of range for a tensor of shape ",
+          fmt(shape), " (rank ", ndim, ")");
+    out.push_back(a < 0 ? a + ndim : a);
+  }
+  std::sort(out.begin(), out.end());
+  const auto repeated = std::adjacent_find(out.begin(), out.end());
+  check(repeated == out.end(), op, ": repeated axis ", repeated == out.end() ? 0 : *repeated,
+        " in axes ", list_str(axes), " for a tensor of shape ", fmt(shape));
+  return out;
+}
+
+namespace {
+
+/// The operand's axis list with the batch dim `d` inserted: axes at or past d shift by one.
+int64_t past_batch(int64_t axis, int64_t d) { return axis < d ? axis : axis + 1; }
+
+}  // namespace
+
+// ---- reduce -----------------------------------------------------------------------------------
+
+std::string Reduce::params() const { return "axes=" + list_str(axes_); }
+
+std::vector<TensorType> Reduce::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, name().c_str());
+  const Shape& s = in[0].shape;
+  for (size_t i = 0; i < axes_.size(); ++i)
+    check(axes_[i] >= 0 && axes_[i] < int64_t(s.size()) && (i == 0 || axes_[i] > axes_[i - 1]),
+          name(), ": axes ", list_str(axes_), " must be increasing and within the rank of shape ",
+          fmt(s));
+  const bool logical = in[0].dtype == DType::Bool;
+  check(!logical || kind_ == Kind::Max || kind_ == Kind::Min, name(),
+        ": does not accept a bool operand (shape ", fmt(s), ")");
+  Shape out;
+  int64_t reduced = 1;
+  for (int64_t d = 0; d < int64_t(s.size()); ++d) {
+    if (std::binary_search(axes_.begin(), axes_.end(), d))
+      reduced *= s[d];
+    else
+      out.push_back(s[d]);
+  }
+  const bool has_identity = kind_ == Kind::Sum || kind_ == Kind::Prod;
+  check(has_identity || reduced > 0 || shape_numel(out) == 0, name(),
+        ": cannot reduce the empty axes ", list_str(axes_), " of a tensor of shape ", fmt(s),
+        ": the operation has no identity");
+  return {{out, in[0].dtype}};
+}
+
+std::vector<Tensor> Reduce::eval(const std::vector<Tensor>& in) const {
+  return {kernels::reduce(kind_, in[0], axes_)};
+}
+
+// The same reduction with the axes shifted past the batch dim, which stays in place.
+std::vector<Batched> Reduce::batch(const std::vector<Batched>& in, int64_t) const {
+  const int64_t d = in[0].dim;
+  std::vector<int64_t> axes;
+  int64_t before = 0;
+  for (int64_t a : axes_) {
+    axes.push_back(past_batch(a, d));
+    before += a < d;
+  }
+  return {{bind1(std::make_shared<const Reduce>(kind_, axes), {in[0].value}), d - before}};
+}
+
+// ---- argmax / argmin --------------------------------------------------------------------------
+
+std::string ArgReduce::params() const {
+  return "axes=(" + std::to_string(axis_) + ",), index_dtype=int64";
+}
+
+std::vector<TensorType> ArgReduce::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, name().c_str());
+  const Shape& s = in[0].shape;
+  check(!s.empty(), name(), ": needs a tensor with at least one dim, got shape ", fmt(s));
+  check(axis_ >= 0 && axis_ < int64_t(s.size()), name(), ": axis ", axis_,
+        " is out of range for a tensor of shape ", fmt(s));
+  check(s[axis_] > 0, name(), ": cannot take the ", name(), " along axis ", axis_,
+        " of size 0 (shape ", fmt(s), ")");
+  Shape out = s;
+  out.erase(out.begin() + axis_);
+  return {{out, DType::Int64}};
+}
+
+std::vector<Tensor> ArgReduce::eval(const std::vector<Tensor>& in) const {
+  return {kernels::arg_reduce(kind_, in[0], axis_)};
+}
+
+std::vector<Batched> ArgReduce::batch(const std::vector<Batched>& in, int64_t) const {
+  const int64_t d = in[0].dim;
+  const Tensor out =
+      bind1(std::make_shared<const ArgReduce>(kind_, past_batch(axis_, d)), {in[0].value});
+  return {{out, axis_ < d ? d - 1 : d}};
+}
+
+}  // namespace lanes::prim
