@@ -1,0 +1,286 @@
+// Kernel benchmarks: GEMM through lanes::matmul beside raw cblas_sgemm, batched small GEMMs and
+// the two raw strategies for them, and elementwise bandwidth beside the machine's triad
+// bandwidth. Prints medians of several runs. Runs in well under 30 s.
+//
+//   build/bench/kernels [gemm] [batched] [nested] [bandwidth]   (no argument: all)
+#include <cblas.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <vector>
+
+#include "lanes/lanes.h"
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Median wall time of `runs` calls of f, in seconds, after one warm-up call.
+double median_seconds(int runs, const std::function<void()>& f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void row(const char* what, double value, const char* unit, double seconds) {
+  std::printf("  %-58s %9.1f %-7s (%.2f ms)\n", what, value, unit, seconds * 1e3);
+}
+
+// A float32 tensor of `shape` with values in [-1, 1) (a fixed LCG; no dependence on lanes' RNG).
+lanes::Tensor filled(const lanes::Shape& shape, uint32_t seed) {
+  std::vector<float> v(lanes::shape_numel(shape));
+  for (float& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = float(seed >> 8) / float(1 << 23) - 1.0f;
+  }
+  return lanes::tensor(v, shape);
+}
+
+// ---- GEMM -------------------------------------------------------------------------------------
+
+void gemm_section() {
+  std::printf("\nGEMM, float32, square n x n x n (GFLOP/s = 2 n^3 / time)\n");
+  for (int64_t n : {512, 2048}) {
+    const lanes::Tensor a = filled({n, n}, 1);
+    const lanes::Tensor b = filled({n, n}, 2);
+    const double flops = 2.0 * double(n) * double(n) * double(n);
+    const int runs = n <= 512 ? 15 : 3;
+    char label[96];
+    const double t_lanes = median_seconds(runs, [&] { lanes::matmul(a, b); });
+    std::snprintf(label, sizeof label, "lanes::matmul %ld^3", long(n));
+    row(label, flops / t_lanes * 1e-9, "GFLOP/s", t_lanes);
+    std::vector<float> c(n * n);
+    const double t_blas = median_seconds(runs, [&] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f,
+                  a.data<float>(), int(n), b.data<float>(), int(n), 0.0f, c.data(), int(n));
+    });
+    std::snprintf(label, sizeof label, "cblas_sgemm   %ld^3 (direct)", long(n));
+    row(label, flops / t_blas * 1e-9, "GFLOP/s", t_blas);
+    const double t_fresh = median_seconds(runs, [&] {
+      auto* out = static_cast<float*>(std::aligned_alloc(64, n * n * sizeof(float)));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f,
+                  a.data<float>(), int(n), b.data<float>(), int(n), 0.0f, out, int(n));
+      std::free(out);
+    });
+    std::snprintf(label, sizeof label, "cblas_sgemm   %ld^3 into a fresh output each call",
+                  long(n));
+    row(label, flops / t_fresh * 1e-9, "GFLOP/s", t_fresh);
+  }
+}
+
+// ---- batched small GEMMs ----------------------------------------------------------------------
+
+void sgemm32(const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 32, 32, 32, 1.0f, a, 32, b, 32, 0.0f, c,
+              32);
+}
+
+void batched_section() {
+  constexpr int64_t kBatch = 1000, kN = 32, kMat = kN * kN;
+  std::printf("\nBatched GEMM, float32, %ld x %ld^3 (GFLOP/s = 2 * batch * n^3 / time)\n",
+              long(kBatch), long(kN));
+  const lanes::Tensor a = filled({kBatch, kN, kN}, 3);
+  const lanes::Tensor b = filled({kBatch, kN, kN}, 4);
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  std::vector<float> c(kBatch * kMat);
+  const double flops = 2.0 * kBatch * kN * kN * kN;
+  const double t_lanes = median_seconds(21, [&] { lanes::matmul(a, b); });
+  row("lanes::matmul (1000,32,32) @ (1000,32,32)", flops / t_lanes * 1e-9, "GFLOP/s", t_lanes);
+  const double t_par = median_seconds(21, [&] {
+    lanes::parallel_for(kBatch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        sgemm32(pa + i * kMat, pb + i * kMat, c.data() + i * kMat);
+    });
+  });
+  row("raw: parallel loop of single-threaded sgemm", flops / t_par * 1e-9, "GFLOP/s", t_par);
+  const double t_fresh = median_seconds(21, [&] {
+    float* out = static_cast<float*>(std::aligned_alloc(64, kBatch * kMat * sizeof(float)));
+    lanes::parallel_for(kBatch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) sgemm32(pa + i * kMat, pb + i * kMat, out + i * kMat);
+    });
+    std::free(out);
+  });
+  row("raw: the same into a fresh 4 MB output each call", flops / t_fresh * 1e-9, "GFLOP/s",
+      t_fresh);
+  const double t_ser = median_seconds(21, [&] {
+    for (int64_t i = 0; i < kBatch; ++i) sgemm32(pa + i * kMat, pb + i * kMat, c.data() + i * kMat);
+  });
+  row("raw: serial loop of BLAS-threaded sgemm", flops / t_ser * 1e-9, "GFLOP/s", t_ser);
+}
+
+// CPU time of the calling thread, in seconds.
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// Median CPU time the calling thread spends in f (robust to other processes on the machine,
+// unlike wall time): about W for a single-threaded GEMM of work W, about W / threads when BLAS
+// splits it over its threads (the caller being one of them).
+double median_thread_cpu(int runs, const std::function<void()>& f) {
+  std::vector<double> t;
+  for (int i = 0; i <= runs; ++i) {
+    const double start = thread_cpu_seconds();
+    f();
+    if (i > 0) t.push_back(thread_cpu_seconds() - start);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Is OpenBLAS single-threaded inside a parallel region? One chunk of a lanes::parallel_for runs
+// a large sgemm: the CPU time of that thread shows whether BLAS split the work.
+void nested_blas_section() {
+  constexpr int n = 1024;
+  std::vector<float> a(n * n, 1.0f), b(n * n, 1.0f), c(n * n);
+  auto sgemm = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
+  };
+  const int threads = lanes::num_threads();
+  std::printf(
+      "\nOpenBLAS inside lanes::parallel_for: CPU time of the calling thread for one sgemm "
+      "%d^3 (%d threads)\n",
+      n, threads);
+  const double cpu_threaded = median_thread_cpu(5, sgemm);
+  openblas_set_num_threads(1);
+  const double cpu_single = median_thread_cpu(5, sgemm);
+  openblas_set_num_threads(threads);
+  std::vector<double> inside;
+  for (int i = 0; i < 6; ++i)
+    lanes::parallel_for(threads, 1, [&](int64_t begin, int64_t) {
+      if (begin != 0) return;
+      const double start = thread_cpu_seconds();
+      sgemm();
+      if (i > 0) inside.push_back(thread_cpu_seconds() - start);
+    });
+  std::sort(inside.begin(), inside.end());
+  const double cpu_inside = inside[inside.size() / 2];
+  auto line = [](const char* what, double t) { std::printf("  %-58s %9.1f ms\n", what, t * 1e3); };
+  line("outside any region, BLAS threads = all", cpu_threaded);
+  line("outside any region, BLAS threads = 1", cpu_single);
+  line("inside parallel_for (one chunk), BLAS threads = all", cpu_inside);
+  if (threads < 2 || cpu_threaded > 0.75 * cpu_single)
+    std::printf("  => inconclusive (BLAS did not split the GEMM outside a region either)\n");
+  else
+    std::printf("  => OpenBLAS runs %s inside a parallel region\n",
+                cpu_inside > 0.75 * cpu_single ? "single-threaded" : "THREADED (nested)");
+}
+
+// ---- elementwise and triad --------------------------------------------------------------------
+
+constexpr int64_t kFloats = 16 << 20;  // 64 MB of float32
+
+float* alloc64(int64_t n) { return static_cast<float*>(std::aligned_alloc(64, n * sizeof(float))); }
+
+void triad(float* a, const float* b, const float* c, float s) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < kFloats; ++i) a[i] = b[i] + s * c[i];
+}
+
+// Non-temporal stores skip the read-for-ownership of a's cache lines. Each thread streams a
+// range [begin, end) that is a multiple of 16 floats into the 64-byte aligned a.
+__attribute__((target("avx512f"))) void triad_nt512(float* a, const float* b, const float* c,
+                                                    float s, int64_t begin, int64_t end) {
+  const __m512 vs = _mm512_set1_ps(s);
+  for (int64_t i = begin; i < end; i += 16)
+    _mm512_stream_ps(a + i, _mm512_fmadd_ps(vs, _mm512_loadu_ps(c + i), _mm512_loadu_ps(b + i)));
+  _mm_sfence();
+}
+
+__attribute__((target("avx2,fma"))) void triad_nt256(float* a, const float* b, const float* c,
+                                                     float s, int64_t begin, int64_t end) {
+  const __m256 vs = _mm256_set1_ps(s);
+  for (int64_t i = begin; i < end; i += 8)
+    _mm256_stream_ps(a + i, _mm256_fmadd_ps(vs, _mm256_loadu_ps(c + i), _mm256_loadu_ps(b + i)));
+  _mm_sfence();
+}
+
+void triad_nt(float* a, const float* b, const float* c, float s, bool avx512) {
+#pragma omp parallel
+  {
+    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads(), blocks = kFloats / 16;
+    const int64_t begin = blocks * t / nt * 16, end = blocks * (t + 1) / nt * 16;
+    if (avx512)
+      triad_nt512(a, b, c, s, begin, end);
+    else
+      triad_nt256(a, b, c, s, begin, end);
+  }
+}
+
+void bandwidth_section() {
+  const double mb = double(kFloats) * sizeof(float);
+  std::printf(
+      "\nBandwidth, float32 arrays of %.0f MB (GB/s = bytes read + written / time; "
+      "write-allocate reads not counted, as STREAM)\n",
+      mb / (1 << 20));
+  float *a = alloc64(kFloats), *b = alloc64(kFloats), *c = alloc64(kFloats);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < kFloats; ++i) a[i] = 0.0f, b[i] = 1.0f, c[i] = 2.0f;
+  const double t_triad = median_seconds(9, [&] { triad(a, b, c, 3.0f); });
+  row("triad a = b + s*c, normal stores (OpenMP)", 3 * mb / t_triad * 1e-9, "GB/s", t_triad);
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const double t_nt = median_seconds(9, [&] { triad_nt(a, b, c, 3.0f, avx512); });
+  row(avx512 ? "triad, non-temporal stores (_mm512_stream_ps)"
+             : "triad, non-temporal stores (_mm256_stream_ps)",
+      3 * mb / t_nt * 1e-9, "GB/s", t_nt);
+  std::free(a), std::free(b), std::free(c);
+
+  // What a fresh output costs before any kernel runs: the first touch of each page.
+  const double t_touch = median_seconds(3, [&] {
+    float* p = alloc64(kFloats);
+    lanes::parallel_for(kFloats, 1 << 20, [&](int64_t begin, int64_t end) {
+      std::memset(p + begin, 0, (end - begin) * sizeof(float));
+    });
+    std::free(p);
+  });
+  row("memset of a fresh 64 MB allocation (page faults; 1 write)", mb / t_touch * 1e-9, "GB/s",
+      t_touch);
+  const lanes::Tensor x = filled({kFloats}, 5);
+  const lanes::Tensor y = filled({kFloats}, 6);
+  const double t_add = median_seconds(5, [&] { lanes::add(x, y); });
+  row("lanes::add (2 reads + 1 write, fresh output each call)", 3 * mb / t_add * 1e-9, "GB/s",
+      t_add);
+  const double t_exp = median_seconds(5, [&] { lanes::exp(x); });
+  row("lanes::exp (1 read + 1 write, fresh output each call)", 2 * mb / t_exp * 1e-9, "GB/s",
+      t_exp);
+}
+
+}  // namespace
+
+// With arguments, runs only the named sections: kernels [gemm] [batched] [nested] [bandwidth].
+int main(int argc, char** argv) {
+  auto wanted = [&](const char* name) {
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+      if (std::strcmp(argv[i], name) == 0) return true;
+    return false;
+  };
+  std::printf("lanes kernel benchmarks: %d threads (OpenMP), OpenBLAS threads %d\n",
+              lanes::num_threads(), openblas_get_num_threads());
+  const auto start = Clock::now();
+  if (wanted("gemm")) gemm_section();
+  if (wanted("batched")) batched_section();
+  if (wanted("nested")) nested_blas_section();
+  if (wanted("bandwidth")) bandwidth_section();
+  std::printf("\ntotal %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
+}

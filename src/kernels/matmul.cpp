@@ -1,0 +1,282 @@
+#include "kernels/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <type_traits>
+
+#include "lanes/parallel.h"
+
+namespace lanes::kernels {
+
+namespace {
+
+std::atomic<int64_t> g_gemm_calls{0};
+std::atomic<int64_t> g_copied_elements{0};
+
+// A group of dims flattened into one: `size` elements `stride` apart.
+struct Dim {
+  int64_t size = 1;
+  int64_t stride = 0;
+};
+
+// Merges dims [begin, end) of a view into one dim; false when they are not evenly spaced.
+bool flatten(const Tensor& t, size_t begin, size_t end, Dim& out) {
+  out = Dim{};
+  bool any = false;
+  for (size_t i = begin; i < end; ++i) {
+    const int64_t size = t.shape()[i], stride = t.strides()[i];
+    if (size == 1) continue;
+    if (any && out.stride != stride * size) return false;
+    out.size *= size;
+    out.stride = stride;
+    any = true;
+  }
+  return true;
+}
+
+// A 2-d operand of one GEMM: rows x cols (M x K for lhs, K x N for rhs).
+struct Matrix {
+  Dim rows, cols;
+  bool trans = false;  // column-major: BLAS reads it transposed
+  int64_t ld = 1;      // BLAS leading dimension
+};
+
+// Describes the matrix to BLAS: row-major (unit column stride) or column-major (unit row stride)
+// with a leading dimension BLAS accepts (>= the length of a row resp. column, and an int).
+bool blas_layout(Matrix& m) {
+  const int64_t r = m.rows.size, c = m.cols.size;
+  if (m.cols.stride == 1 || c == 1) {
+    m.trans = false;
+    m.ld = r == 1 ? std::max<int64_t>(1, c) : m.rows.stride;
+    if (m.ld >= std::max<int64_t>(1, c) && m.ld <= INT_MAX) return true;
+  }
+  if (m.rows.stride == 1 || r == 1) {
+    m.trans = true;
+    m.ld = c == 1 ? std::max<int64_t>(1, r) : m.cols.stride;
+    if (m.ld >= std::max<int64_t>(1, r) && m.ld <= INT_MAX) return true;
+  }
+  return false;
+}
+
+// One operand permuted to (batch dims, row dims, col dims), with its matrix once it fits.
+struct Operand {
+  Tensor view;
+  size_t nb = 0, nr = 0;  // number of batch dims and of row dims
+  Matrix m;
+};
+
+// Whether the operand can be used in place. BLAS needs a unit stride in one of the two dims; the
+// integer kernel walks any strides but wants unit column stride for the rhs it streams.
+bool fits(Operand& op, bool blas, bool unit_cols) {
+  const size_t n = op.view.shape().size();
+  if (!flatten(op.view, op.nb, op.nb + op.nr, op.m.rows)) return false;
+  if (!flatten(op.view, op.nb + op.nr, n, op.m.cols)) return false;
+  if (blas) return blas_layout(op.m);
+  return !unit_cols || op.m.cols.stride == 1 || op.m.cols.size == 1;
+}
+
+Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
+  Shape shape;
+  Strides strides;
+  for (int64_t p : perm) {
+    shape.push_back(t.shape()[p]);
+    strides.push_back(t.strides()[p]);
+  }
+  return t.view(shape, strides, t.offset());
+}
+
+Operand make_operand(const Tensor& t, const std::vector<int64_t>& perm, size_t nb, size_t nr,
+                     bool blas, bool unit_cols) {
+  Operand op{permuted(t, perm), nb, nr, {}};
+  if (fits(op, blas, unit_cols)) return op;
+  op.view = op.view.contiguous();  // one copy, in (batch, rows, cols) order
+  g_copied_elements += op.view.numel();
+  fits(op, blas, unit_cols);  // a contiguous view always fits
+  return op;
+}
+
+// Element offset of batch index b (row-major over the operand's batch dims).
+int64_t batch_offset(const Operand& op, int64_t b) {
+  int64_t offset = 0;
+  for (size_t d = op.nb; d-- > 0;) {
+    offset += (b % op.view.shape()[d]) * op.view.strides()[d];
+    b /= op.view.shape()[d];
+  }
+  return offset;
+}
+
+template <class T>
+void gemm(const Matrix& a, const Matrix& b, const T* pa, const T* pb, T* pc) {
+  const int m = static_cast<int>(a.rows.size), n = static_cast<int>(b.cols.size),
+            k = static_cast<int>(a.cols.size);
+  const auto ta = a.trans ? CblasTrans : CblasNoTrans, tb = b.trans ? CblasTrans : CblasNoTrans;
+  const int lda = static_cast<int>(a.ld), ldb = static_cast<int>(b.ld);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, n);
+}
+
+// Batched GEMMs: parallel over the batch (each GEMM single-threaded, BLAS sees the OpenMP region),
+// unless there are a few large matrices, which BLAS threads better itself.
+template <class T>
+void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
+  const T* pa = a.view.data<T>();
+  const T* pb = b.view.data<T>();
+  const int64_t mn = a.m.rows.size * b.m.cols.size;
+  const double flops = 2.0 * double(mn) * double(a.m.cols.size);
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      gemm(a.m, b.m, pa + batch_offset(a, i), pb + batch_offset(b, i), out + i * mn);
+  };
+  g_gemm_calls += batch;              // once, not per GEMM: an atomic shared by threads costs
+  constexpr double kLargeGemm = 4e6;  // ~ 128^3: BLAS threads one GEMM of this size well
+  if (batch == 1 || (flops >= kLargeGemm && batch < 4 * num_threads())) {
+    run(0, batch);
+    return;
+  }
+  const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / flops));  // a few us per chunk
+  parallel_for(batch, grain, run);
+}
+
+// Accumulator for the integer kernel: unsigned of the output's width (at least 32 bits), so that
+// overflow wraps as the stored integer type would, without undefined behaviour.
+template <class T>
+using Acc = std::conditional_t<(sizeof(T) > 4) || std::is_same_v<T, bool>, uint64_t, uint32_t>;
+
+// Rows [begin, end) of the stacked (batch * M) x N output: an i-k-j loop that streams rows of b
+// into an accumulator row.
+template <class T>
+void int_rows(const Operand& a, const Operand& b, int64_t begin, int64_t end, T* out) {
+  const int64_t m = a.m.rows.size, k = a.m.cols.size, n = b.m.cols.size;
+  const T* pa = a.view.data<T>();
+  const T* pb = b.view.data<T>();
+  std::vector<Acc<T>> acc(n);
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t batch = r / m, i = r % m;
+    const T* arow = pa + batch_offset(a, batch) + i * a.m.rows.stride;
+    const T* bmat = pb + batch_offset(b, batch);
+    std::fill(acc.begin(), acc.end(), Acc<T>{0});
+    for (int64_t p = 0; p < k; ++p) {
+      const auto x = static_cast<Acc<T>>(arow[p * a.m.cols.stride]);
+      if (x == 0) continue;
+      const T* brow = bmat + p * b.m.rows.stride;
+      for (int64_t j = 0; j < n; ++j) acc[j] += x * static_cast<Acc<T>>(brow[j]);
+    }
+    T* orow = out + r * n;
+    for (int64_t j = 0; j < n; ++j) {
+      if constexpr (std::is_same_v<T, bool>)
+        orow[j] = acc[j] != 0;
+      else
+        orow[j] = static_cast<T>(acc[j]);
+    }
+  }
+}
+
+template <class T>
+void int_matmul(const Operand& a, const Operand& b, int64_t batch, T* out) {
+  const int64_t rows = batch * a.m.rows.size;
+  const int64_t row_work = std::max<int64_t>(1, a.m.cols.size * b.m.cols.size);
+  g_gemm_calls += batch;
+  parallel_for(rows, std::max<int64_t>(1, 32768 / row_work),
+               [&](int64_t begin, int64_t end) { int_rows<T>(a, b, begin, end, out); });
+}
+
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::vector<int64_t> free_dims(int64_t ndim, const std::vector<int64_t>& contracting,
+                               const std::vector<int64_t>& batch) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (!contains(contracting, d) && !contains(batch, d)) out.push_back(d);
+  return out;
+}
+
+// The contracting pairs may be taken in any order (the same for both operands). Tries the given
+// order and the orders that sort either operand's contracting strides descending, and keeps the
+// one that copies the fewest elements.
+std::vector<size_t> contracting_order(
+    const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
+    const std::vector<int64_t>& rc,
+    const std::function<int64_t(const std::vector<size_t>&)>& copies) {
+  std::vector<size_t> given(lc.size());
+  std::iota(given.begin(), given.end(), 0);
+  std::vector<size_t> best = given;
+  int64_t best_cost = copies(given);
+  for (int side = 0; side < 2 && best_cost > 0; ++side) {
+    const Tensor& t = side == 0 ? lhs : rhs;
+    const std::vector<int64_t>& dims = side == 0 ? lc : rc;
+    std::vector<size_t> order = given;
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return t.strides()[dims[x]] > t.strides()[dims[y]];
+    });
+    const int64_t cost = copies(order);
+    if (cost < best_cost) best = order, best_cost = cost;
+  }
+  return best;
+}
+
+}  // namespace
+
+DotCounters dot_counters() { return {g_gemm_calls.load(), g_copied_elements.load()}; }
+
+Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
+                   const std::vector<int64_t>& rc, const std::vector<int64_t>& lb,
+                   const std::vector<int64_t>& rb) {
+  const std::vector<int64_t> lf = free_dims(lhs.ndim(), lc, lb), rf = free_dims(rhs.ndim(), rc, rb);
+  Shape out_shape;
+  for (int64_t d : lb) out_shape.push_back(lhs.shape()[d]);
+  for (int64_t d : lf) out_shape.push_back(lhs.shape()[d]);
+  for (int64_t d : rf) out_shape.push_back(rhs.shape()[d]);
+  Tensor out = Tensor::empty(out_shape, lhs.dtype());
+  if (out.numel() == 0) return out;
+  int64_t k = 1;
+  for (int64_t d : lc) k *= lhs.shape()[d];
+  if (k == 0) {  // an empty sum
+    std::memset(out.raw_mutable_data(), 0, out.numel() * dtype_size(out.dtype()));
+    return out;
+  }
+  const bool blas = is_floating(lhs.dtype());
+  int64_t m = 1, n = 1;
+  for (int64_t d : lf) m *= lhs.shape()[d];
+  for (int64_t d : rf) n *= rhs.shape()[d];
+  check(!blas || std::max({m, n, k}) <= INT_MAX, "dot_general: GEMM of ", m, " x ", k, " by ", k,
+        " x ", n, " is too large for BLAS's int sizes");
+  // Permutations to (batch, M, K) and (batch, K, N) for a given order of the contracting pairs.
+  auto perms = [&](const std::vector<size_t>& order) {
+    std::vector<int64_t> pl = lb, pr = rb;
+    pl.insert(pl.end(), lf.begin(), lf.end());
+    for (size_t i : order) pl.push_back(lc[i]), pr.push_back(rc[i]);
+    pr.insert(pr.end(), rf.begin(), rf.end());
+    return std::make_pair(pl, pr);
+  };
+  auto copies = [&](const std::vector<size_t>& order) {
+    const auto [pl, pr] = perms(order);
+    Operand a{permuted(lhs, pl), lb.size(), lf.size(), {}};
+    Operand b{permuted(rhs, pr), rb.size(), lc.size(), {}};
+    return (fits(a, blas, false) ? 0 : lhs.numel()) + (fits(b, blas, true) ? 0 : rhs.numel());
+  };
+  const auto [pl, pr] = perms(contracting_order(lhs, rhs, lc, rc, copies));
+  const Operand a = make_operand(lhs, pl, lb.size(), lf.size(), blas, false);
+  const Operand b = make_operand(rhs, pr, rb.size(), lc.size(), blas, true);
+  int64_t batch = 1;
+  for (int64_t d : lb) batch *= lhs.shape()[d];
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>)
+      gemm_batched<T>(a, b, batch, out.mutable_data<T>());
+    else
+      int_matmul<T>(a, b, batch, out.mutable_data<T>());
+  });
+  return out;
+}
+
+}  // namespace lanes::kernels

@@ -1,0 +1,36 @@
+// dot_general on concrete tensors: GEMM through BLAS for float32/float64, plain C++ for the
+// integer and bool types.
+//
+// The operands are viewed as (batch dims, M dims, K dims) and (batch dims, K dims, N dims). Each
+// group of M, K or N dims that is evenly spaced in memory flattens into one dim, so a row- or
+// column-major 2-d view goes to BLAS with its leading dimension and a transpose flag, without a
+// copy; an operand that does not fit is copied once, contiguously, in that order.
+//  - No batch dims: one GEMM with every lhs free dim folded into M (vmap's `x_b @ W`).
+//  - Batch dims: a parallel loop over the batch of single-threaded GEMMs (inside an OpenMP
+//    region OpenBLAS's OpenMP build runs single-threaded), or, for a few large matrices, a serial
+//    loop of GEMMs that BLAS threads itself.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lanes/tensor.h"
+
+namespace lanes::kernels {
+
+/// Output (batch dims, lhs free dims, rhs free dims), each group in operand order. The dims must
+/// be valid (the primitive's infer checked them) and the dtypes equal.
+Tensor dot_general(const Tensor& lhs, const Tensor& rhs,
+                   const std::vector<int64_t>& lhs_contracting,
+                   const std::vector<int64_t>& rhs_contracting,
+                   const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch);
+
+/// Counters since the program started, for tests and benchmarks: GEMM (or integer matmul) calls
+/// made, and elements of operands copied because their layout did not fit BLAS.
+struct DotCounters {
+  int64_t gemm_calls = 0;
+  int64_t copied_elements = 0;
+};
+DotCounters dot_counters();
+
+}  // namespace lanes::kernels

@@ -1,0 +1,126 @@
+#include "primitives/dot_general.h"
+
+#include <algorithm>
+
+#include "kernels/matmul.h"
+#include "primitives/util.h"
+
+namespace lanes::prim {
+
+namespace {
+
+// " (lhs shape (2, 3), rhs shape (3, 4))": every message names both operands.
+std::string operands(const Shape& lhs, const Shape& rhs) {
+  return " (lhs shape " + shape_str(lhs) + ", rhs shape " + shape_str(rhs) + ")";
+}
+
+bool contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Dims of one operand: in range, and no dim used twice across its contracting and batch lists.
+void check_side(const char* side, const Shape& shape, const std::vector<int64_t>& contracting,
+                const std::vector<int64_t>& batch, const std::string& where) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> seen;
+  for (const auto* list : {&contracting, &batch}) {
+    const char* kind = list == &contracting ? "_contracting" : "_batch";
+    for (int64_t d : *list) {
+      check(d >= 0 && d < rank, "dot_general: ", side, kind, " dim ", d,
+            " is out of range for rank ", rank, where);
+      check(!contains(seen, d), "dot_general: ", side, " dim ", d,
+            " is repeated in contracting dims ", list_str(contracting), " / batch dims ",
+            list_str(batch), where);
+      seen.push_back(d);
+    }
+  }
+}
+
+void check_pairs(const char* kind, const std::vector<int64_t>& l, const std::vector<int64_t>& r,
+                 const Shape& ls, const Shape& rs, const std::string& where) {
+  for (size_t i = 0; i < l.size(); ++i)
+    check(ls[l[i]] == rs[r[i]], "dot_general: ", kind, " dims lhs ", l[i], " (size ", ls[l[i]],
+          ") and rhs ", r[i], " (size ", rs[r[i]], ") differ in size", where);
+}
+
+// Adds 1 to every dim at or after `at`: the dims of an operand once a batch dim sits at `at`.
+std::vector<int64_t> shifted(std::vector<int64_t> dims, int64_t at) {
+  for (int64_t& d : dims) d += d >= at ? 1 : 0;
+  return dims;
+}
+
+// How many free dims (neither contracting nor batch) come before dim `at`.
+int64_t free_before(int64_t at, const std::vector<int64_t>& contracting,
+                    const std::vector<int64_t>& batch) {
+  int64_t n = 0;
+  for (int64_t d = 0; d < at; ++d) n += !contains(contracting, d) && !contains(batch, d);
+  return n;
+}
+
+}  // namespace
+
+std::string DotGeneral::params() const {
+  return "lhs_contracting=" + list_str(dims_.lhs_contracting) +
+         ", rhs_contracting=" + list_str(dims_.rhs_contracting) +
+         ", lhs_batch=" + list_str(dims_.lhs_batch) + ", rhs_batch=" + list_str(dims_.rhs_batch);
+}
+
+std::vector<TensorType> DotGeneral::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 2, "dot_general");
+  const Shape &ls = in[0].shape, &rs = in[1].shape;
+  const std::string where = operands(ls, rs);
+  check(in[0].dtype == in[1].dtype, "dot_general: operands must have the same dtype, got ",
+        dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype), where);
+  const DotDims& d = dims_;
+  check(d.lhs_contracting.size() == d.rhs_contracting.size(), "dot_general: lhs_contracting ",
+        list_str(d.lhs_contracting), " and rhs_contracting ", list_str(d.rhs_contracting),
+        " must have the same length", where);
+  check(d.lhs_batch.size() == d.rhs_batch.size(), "dot_general: lhs_batch ", list_str(d.lhs_batch),
+        " and rhs_batch ", list_str(d.rhs_batch), " must have the same length", where);
+  check_side("lhs", ls, d.lhs_contracting, d.lhs_batch, where);
+  check_side("rhs", rs, d.rhs_contracting, d.rhs_batch, where);
+  check_pairs("contracting", d.lhs_contracting, d.rhs_contracting, ls, rs, where);
+  check_pairs("batch", d.lhs_batch, d.rhs_batch, ls, rs, where);
+  Shape out;
+  for (int64_t b : d.lhs_batch) out.push_back(ls[b]);
+  for (int64_t i = 0; i < int64_t(ls.size()); ++i)
+    if (!contains(d.lhs_contracting, i) && !contains(d.lhs_batch, i)) out.push_back(ls[i]);
+  for (int64_t i = 0; i < int64_t(rs.size()); ++i)
+    if (!contains(d.rhs_contracting, i) && !contains(d.rhs_batch, i)) out.push_back(rs[i]);
+  return {{out, in[0].dtype}};
+}
+
+std::vector<Tensor> DotGeneral::eval(const std::vector<Tensor>& in) const {
+  return {kernels::dot_general(in[0], in[1], dims_.lhs_contracting, dims_.rhs_contracting,
+                               dims_.lhs_batch, dims_.rhs_batch)};
+}
+
+// Both mapped: the two batch dims become a new leading batch pair. One mapped: its batch dim is
+// one more free dim of that operand, so `x_b @ W` stays one GEMM with the batch folded into M
+// (no broadcast of W).
+std::vector<Batched> DotGeneral::batch(const std::vector<Batched>& in, int64_t) const {
+  const Batched &l = in[0], &r = in[1];
+  DotDims d = dims_;
+  const int64_t nbatch = static_cast<int64_t>(d.lhs_batch.size());
+  if (l.mapped()) {
+    d.lhs_contracting = shifted(d.lhs_contracting, l.dim);
+    d.lhs_batch = shifted(d.lhs_batch, l.dim);
+  }
+  if (r.mapped()) {
+    d.rhs_contracting = shifted(d.rhs_contracting, r.dim);
+    d.rhs_batch = shifted(d.rhs_batch, r.dim);
+  }
+  if (l.mapped() && r.mapped()) {
+    d.lhs_batch.insert(d.lhs_batch.begin(), l.dim);
+    d.rhs_batch.insert(d.rhs_batch.begin(), r.dim);
+    return {{dot_general(l.value, r.value, d), 0}};
+  }
+  if (l.mapped())
+    return {{dot_general(l.value, r.value, d),
+             nbatch + free_before(l.dim, d.lhs_contracting, d.lhs_batch)}};
+  const int64_t lhs_free = l.value.ndim() - nbatch - int64_t(d.lhs_contracting.size());
+  return {{dot_general(l.value, r.value, d),
+           nbatch + lhs_free + free_before(r.dim, d.rhs_contracting, d.rhs_batch)}};
+}
+
+}  // namespace lanes::prim

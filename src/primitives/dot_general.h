@@ -1,0 +1,33 @@
+// dot_general (lax.dot_general): the one contraction primitive. matmul, dot, outer and tensordot
+// are composed from it in src/ops/linalg.cpp.
+#pragma once
+
+#include "lanes/ops.h"
+#include "lanes/primitive.h"
+
+namespace lanes::prim {
+
+/// Contracts lhs_contracting[i] with rhs_contracting[i] and pairs lhs_batch[i] with rhs_batch[i].
+/// The output is (batch dims, lhs free dims, rhs free dims), each group in operand order. Dims
+/// are non-negative (the op normalises them); the operands have the same dtype (the op
+/// promotes).
+class DotGeneral : public Primitive {
+ public:
+  explicit DotGeneral(DotDims dims) : dims_(std::move(dims)) {}
+  std::string name() const override { return "dot_general"; }
+  std::string params() const override;
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+
+  const DotDims& dims() const { return dims_; }
+  const std::vector<int64_t>& lhs_contracting() const { return dims_.lhs_contracting; }
+  const std::vector<int64_t>& rhs_contracting() const { return dims_.rhs_contracting; }
+  const std::vector<int64_t>& lhs_batch() const { return dims_.lhs_batch; }
+  const std::vector<int64_t>& rhs_batch() const { return dims_.rhs_batch; }
+
+ private:
+  DotDims dims_;
+};
+
+}  // namespace lanes::prim
