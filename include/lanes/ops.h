@@ -200,8 +200,9 @@ Tensor pad(const Tensor& x, const Shape& low, const Shape& high, double value = 
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis = 0, int64_t batch_dims = 0);
 /// numpy take along one axis (gather with batch_dims = 0).
 Tensor take(const Tensor& x, const Tensor& indices, int64_t axis = 0);
-/// The transpose of gather: adds each slice of `updates` (shaped like gather's output) into a
-/// copy of x at the indexed positions; repeated indices accumulate.
+/// The transpose of gather: adds each slice of `updates` (shaped like gather's output, or
+/// broadcastable to it; cast to x's dtype) into a copy of x at the indexed positions; repeated
+/// indices accumulate.
 Tensor scatter_add(const Tensor& x, const Tensor& indices, const Tensor& updates, int64_t axis = 0,
                    int64_t batch_dims = 0);
 /// One-hot along a new last axis: out[..., j] = (indices[...] == j).

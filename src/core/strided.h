@@ -44,6 +44,7 @@ void coalesce(Shape& shape, std::array<Strides, K>& strides) {
 template <size_t K, class Fn>
 void for_each_row(const Shape& shape, const std::array<Strides, K>& strides, int64_t row_begin,
                   int64_t row_end, Fn&& fn) {
+  if (row_begin >= row_end) return;  // also keeps a 0-size dim out of the divisions below
   const int64_t outer = static_cast<int64_t>(shape.size()) - 1;
   std::vector<int64_t> index(outer, 0);
   std::array<int64_t, K> offsets{};

@@ -122,7 +122,11 @@ Tensor squeeze(const Tensor& x, const Axes& axes) {
 
 Tensor broadcast_in_dim(const Tensor& x, const Shape& shape,
                         const std::vector<int64_t>& broadcast_dimensions) {
-  if (shape == x.shape()) return x;
+  // Only the identity mapping may skip the primitive (and its validation).
+  bool identity = shape == x.shape() && broadcast_dimensions.size() == shape.size();
+  for (size_t i = 0; identity && i < shape.size(); ++i)
+    identity = broadcast_dimensions[i] == int64_t(i);
+  if (identity) return x;
   return apply<prim::BroadcastInDim>({x}, shape, broadcast_dimensions);
 }
 
@@ -131,6 +135,9 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
         " to the lower-rank shape ", fmt(shape));
   std::vector<int64_t> dims(x.ndim());
   std::iota(dims.begin(), dims.end(), int64_t(shape.size()) - x.ndim());
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    check(x.shape()[i] == 1 || x.shape()[i] == shape[dims[i]],
+          "broadcast_to: cannot broadcast shape ", fmt(x.shape()), " to shape ", fmt(shape));
   return broadcast_in_dim(x, shape, dims);
 }
 

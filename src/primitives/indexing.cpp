@@ -1,0 +1,110 @@
+#include "primitives/indexing.h"
+
+#include "kernels/indexing.h"
+#include "lanes/ops.h"
+#include "primitives/util.h"
+
+namespace lanes::prim {
+
+namespace {
+
+// Zeros as a stride-0 view of one element: scatter_add copies it into its fresh output anyway.
+Tensor zeros_view(const Shape& shape, DType dtype) { return broadcast_to(zeros({}, dtype), shape); }
+
+std::string axis_params(int64_t axis, int64_t batch_dims) {
+  return "axis=" + std::to_string(axis) + ", batch_dims=" + std::to_string(batch_dims);
+}
+
+void check_index_dtype(const TensorType& indices, const char* op) {
+  check(is_integral(indices.dtype), op, ": indices must be integers (uint8, int32 or int64), got ",
+        dtype_name(indices.dtype), " indices of shape ", fmt(indices.shape));
+}
+
+}  // namespace
+
+Shape Gather::output_shape(const Shape& x, const Shape& indices, int64_t axis, int64_t batch_dims,
+                           const char* op) {
+  const int64_t rank = static_cast<int64_t>(x.size());
+  check(axis >= 0 && axis < rank, op, ": axis ", axis, " is out of range for x of shape ", fmt(x));
+  check(batch_dims >= 0 && batch_dims <= axis && batch_dims <= int64_t(indices.size()), op,
+        ": batch_dims ", batch_dims, " must be in [0, axis ", axis,
+        "] and at most the rank of indices of shape ", fmt(indices), " (x of shape ", fmt(x), ")");
+  for (int64_t d = 0; d < batch_dims; ++d)
+    check(x[d] == indices[d], op, ": batch dim ", d, " of x of shape ", fmt(x),
+          " does not match that of indices of shape ", fmt(indices));
+  Shape out(x.begin(), x.begin() + axis);
+  out.insert(out.end(), indices.begin() + batch_dims, indices.end());
+  out.insert(out.end(), x.begin() + axis + 1, x.end());
+  return out;
+}
+
+// ---- gather -----------------------------------------------------------------------------------
+
+std::string Gather::params() const { return axis_params(axis_, batch_dims_); }
+
+std::vector<TensorType> Gather::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 2, "gather");
+  check_index_dtype(in[1], "gather");
+  return {{output_shape(in[0].shape, in[1].shape, axis_, batch_dims_, "gather"), in[0].dtype}};
+}
+
+std::vector<Tensor> Gather::eval(const std::vector<Tensor>& in) const {
+  const Tensor &x = in[0], &indices = in[1];
+  const Shape out = output_shape(x.shape(), indices.shape(), axis_, batch_dims_, "gather");
+  const std::vector<int64_t> index =
+      kernels::checked_indices(indices, x.shape()[axis_], "gather", axis_, x.shape());
+  return {kernels::gather(x, index, indices.shape(), axis_, batch_dims_, out)};
+}
+
+std::vector<Tensor> Gather::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
+                                const std::vector<Tensor>&) const {
+  if (!t[0].defined()) return {Tensor()};
+  return {gather(t[0], x[1], axis_, batch_dims_)};
+}
+
+// The transpose of a gather scatters the cotangent back, summing where indices repeat.
+std::vector<Tensor> Gather::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                const std::vector<Tensor>&) const {
+  if (!ct[0].defined()) return {Tensor(), Tensor()};
+  const Tensor zero = zeros_view(x[0].shape(), ct[0].dtype());
+  return {scatter_add(zero, x[1], ct[0], axis_, batch_dims_), Tensor()};
+}
+
+// ---- scatter_add ------------------------------------------------------------------------------
+
+std::string ScatterAdd::params() const { return axis_params(axis_, batch_dims_); }
+
+std::vector<TensorType> ScatterAdd::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 3, "scatter_add");
+  check_index_dtype(in[1], "scatter_add");
+  const Shape& x = in[0].shape;
+  const Shape want = Gather::output_shape(x, in[1].shape, axis_, batch_dims_, "scatter_add");
+  check(in[2].dtype == in[0].dtype, "scatter_add: updates of dtype ", dtype_name(in[2].dtype),
+        " do not match x of dtype ", dtype_name(in[0].dtype));
+  check(in[2].shape == want, "scatter_add: updates of shape ", fmt(in[2].shape),
+        " do not match the gathered shape ", fmt(want), " of x of shape ", fmt(x),
+        " and indices of shape ", fmt(in[1].shape), " along axis ", axis_);
+  return {{x, in[0].dtype}};
+}
+
+std::vector<Tensor> ScatterAdd::eval(const std::vector<Tensor>& in) const {
+  const Tensor &x = in[0], &indices = in[1];
+  const std::vector<int64_t> index =
+      kernels::checked_indices(indices, x.shape()[axis_], "scatter_add", axis_, x.shape());
+  return {kernels::scatter_add(x, index, indices.shape(), in[2], axis_, batch_dims_)};
+}
+
+std::vector<Tensor> ScatterAdd::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
+                                    const std::vector<Tensor>&) const {
+  if (!t[2].defined()) return {t[0]};  // undefined too when neither has a tangent
+  const Tensor base = t[0].defined() ? t[0] : zeros_view(x[0].shape(), t[2].dtype());
+  return {scatter_add(base, x[1], t[2], axis_, batch_dims_)};
+}
+
+std::vector<Tensor> ScatterAdd::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                    const std::vector<Tensor>&) const {
+  if (!ct[0].defined()) return {Tensor(), Tensor(), Tensor()};
+  return {ct[0], Tensor(), gather(ct[0], x[1], axis_, batch_dims_)};
+}
+
+}  // namespace lanes::prim
