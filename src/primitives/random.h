@@ -1,0 +1,65 @@
+// Random primitives (src/kernels/random.h has the bit layout): the key is an Int64 tensor
+// INPUT, never an attribute, so a graph is a pure function of its keys and vmap can map over
+// them. Each primitive takes keys of any shape K and puts what it draws after K: a batch of keys
+// is just leading key dims, which is the whole batching rule. The ops (src/ops/random.cpp)
+// require a 0-d key and compose uniform(lo, hi), normal and bernoulli from these.
+#pragma once
+
+#include "lanes/primitive.h"
+
+namespace lanes::prim {
+
+/// keys (K) Int64 -> (K..., num) Int64: `num` new keys from each key.
+class RandomSplit : public Primitive {
+ public:
+  explicit RandomSplit(int64_t num) : num_(num) {}
+  std::string name() const override { return "random_split"; }
+  std::string params() const override;
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
+  int64_t num() const { return num_; }
+
+ private:
+  int64_t num_;
+};
+
+/// (keys, data), both Int64 of one shape -> keys of that shape, each folded with its data.
+class RandomFoldIn : public Primitive {
+ public:
+  std::string name() const override { return "random_fold_in"; }
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
+};
+
+/// keys (K) Int64 -> (K..., shape) of a float dtype, uniform in [0, 1).
+class RandomUniform : public Primitive {
+ public:
+  RandomUniform(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {}
+  std::string name() const override { return "random_uniform"; }
+  std::string params() const override;
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+
+ private:
+  Shape shape_;
+  DType dtype_;
+};
+
+}  // namespace lanes::prim
