@@ -50,10 +50,20 @@ class AxisSpec {
   std::vector<AxisSpec> children_;
 };
 
-/// Per-argument in_axes: in_axes(0, none, {0, 1}).
-template <class... A>
-AxisSpec in_axes(const A&... a) {
-  return AxisSpec(std::vector<AxisSpec>{AxisSpec(a)...});
+/// Per-argument in_axes: in_axes(0, none, {0, 1}) (a braced list is a per-leaf spec).
+inline AxisSpec in_axes(AxisSpec a) { return AxisSpec(std::vector<AxisSpec>{a}); }
+inline AxisSpec in_axes(AxisSpec a, AxisSpec b) { return AxisSpec(std::vector<AxisSpec>{a, b}); }
+inline AxisSpec in_axes(AxisSpec a, AxisSpec b, AxisSpec c) {
+  return AxisSpec(std::vector<AxisSpec>{a, b, c});
+}
+inline AxisSpec in_axes(AxisSpec a, AxisSpec b, AxisSpec c, AxisSpec d) {
+  return AxisSpec(std::vector<AxisSpec>{a, b, c, d});
+}
+inline AxisSpec in_axes(AxisSpec a, AxisSpec b, AxisSpec c, AxisSpec d, AxisSpec e) {
+  return AxisSpec(std::vector<AxisSpec>{a, b, c, d, e});
+}
+inline AxisSpec in_axes(AxisSpec a, AxisSpec b, AxisSpec c, AxisSpec d, AxisSpec e, AxisSpec f) {
+  return AxisSpec(std::vector<AxisSpec>{a, b, c, d, e, f});
 }
 
 enum class Fallback {
