@@ -1,6 +1,11 @@
 #include "lanes/tensor.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "core/strided.h"
@@ -8,16 +13,71 @@
 namespace lanes {
 
 namespace {
-constexpr size_t kAlignment = 64;  // a cache line; also the widest SIMD load (AVX-512)
+constexpr size_t kAlignment = 64;         // a cache line; also the widest SIMD load (AVX-512)
+constexpr size_t kLarge = size_t{1} << 21;  // 2 MiB: a huge page; larger blocks are cached
+constexpr size_t kCacheLimit = size_t{1} << 30;
+
+// Large blocks are kept after use and handed out again (a caching allocator, as MLX and
+// PyTorch do): touching fresh memory costs a page fault per 4 KiB page (measured ~13 us here),
+// which is more than the arithmetic of a streaming kernel. Fresh large blocks ask for
+// transparent huge pages, which cut the first touch of 64 MB from ~200 ms to ~8 ms.
+class BlockCache {
+ public:
+  void* take(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(bytes);
+    if (it == free_.end()) return nullptr;
+    void* p = it->second;
+    free_.erase(it);
+    cached_ -= bytes;
+    return p;
+  }
+  bool give(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cached_ + bytes > kCacheLimit) return false;
+    free_.emplace(bytes, p);
+    cached_ += bytes;
+    return true;
+  }
+  ~BlockCache() {
+    for (auto& [bytes, p] : free_) std::free(p);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<size_t, void*> free_;
+  size_t cached_ = 0;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache();  // never destroyed: tensors may outlive statics
+  return *cache;
 }
 
+size_t rounded_size(size_t bytes) {
+  const size_t unit = bytes >= kLarge ? kLarge : kAlignment;
+  return std::max(unit, (bytes + unit - 1) / unit * unit);
+}
+}  // namespace
+
 Storage::Storage(size_t bytes) : bytes_(bytes) {
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  data_ = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+  const size_t size = rounded_size(bytes);
+  if (size >= kLarge) {
+    data_ = block_cache().take(size);
+    if (data_) return;
+    data_ = std::aligned_alloc(kLarge, size);
+    if (data_) madvise(data_, size, MADV_HUGEPAGE);
+  } else {
+    data_ = std::aligned_alloc(kAlignment, size);
+  }
   if (!data_) throw std::bad_alloc();
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() {
+  const size_t size = rounded_size(bytes_);
+  if (size >= kLarge && block_cache().give(data_, size)) return;
+  std::free(data_);
+}
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
