@@ -31,7 +31,8 @@ void dense_per_example_gradients() {
     want_k = lanes::stack(ks);
     want_b = lanes::stack(bs);
   });
-  const double vmap_ms = median_ms([&] { std::tie(dk, db) = lanes::vmap(model_fn)(inputs, labels); });
+  const double vmap_ms =
+      median_ms([&] { std::tie(dk, db) = lanes::vmap(model_fn)(inputs, labels); });
   report("Dense(1) per-example dk", dk, max_abs_diff(dk, want_k), loop_ms, vmap_ms);
   report("Dense(1) per-example db", db, max_abs_diff(db, want_b), loop_ms, vmap_ms);
 }
@@ -53,8 +54,8 @@ void mlp_per_example_gradients() {
   const Mlp p{lanes::random::normal(keys[0], {784, 128}) * 0.05, lanes::zeros({128}),
               lanes::random::normal(keys[1], {128, 10}) * 0.1, lanes::zeros({10})};
   const Tensor x = lanes::random::normal(keys[2], {64, 784});
-  const Tensor y = lanes::cast(lanes::random::uniform(lanes::random::key(4), {64}, 0, 10),
-                               lanes::kInt32);
+  const Tensor y =
+      lanes::cast(lanes::random::uniform(lanes::random::key(4), {64}, 0, 10), lanes::kInt32);
   auto loss = [](const Mlp& q, const Tensor& xi, const Tensor& yi) {
     const Tensor logits = lanes::matmul(lanes::tanh(lanes::matmul(xi, q.w1) + q.b1), q.w2) + q.b2;
     return lanes::softmax_cross_entropy(logits, yi);
@@ -66,22 +67,29 @@ void mlp_per_example_gradients() {
     return lanes::mean(g.w1 * lanes::reshape(scale, {-1, 1, 1}), 0);
   };
   Tensor got, want;
-  const double loop_ms = median_ms([&] {
-    std::vector<Mlp> gs;
-    for (int64_t i = 0; i < 64; ++i) gs.push_back(lanes::grad(loss)(p, example(x, i), example(y, i)));
-    Mlp stacked;
-    std::vector<Tensor> w1, b1, w2, b2;
-    for (const Mlp& g : gs) {
-      w1.push_back(g.w1);
-      b1.push_back(g.b1);
-      w2.push_back(g.w2);
-      b2.push_back(g.b2);
-    }
-    want = clipped_mean({lanes::stack(w1), lanes::stack(b1), lanes::stack(w2), lanes::stack(b2)});
-  }, 3);
-  const double vmap_ms = median_ms([&] {
-    got = clipped_mean(lanes::vmap(lanes::grad(loss), lanes::in_axes(lanes::none, 0, 0))(p, x, y));
-  }, 3);
+  const double loop_ms = median_ms(
+      [&] {
+        std::vector<Mlp> gs;
+        for (int64_t i = 0; i < 64; ++i)
+          gs.push_back(lanes::grad(loss)(p, example(x, i), example(y, i)));
+        Mlp stacked;
+        std::vector<Tensor> w1, b1, w2, b2;
+        for (const Mlp& g : gs) {
+          w1.push_back(g.w1);
+          b1.push_back(g.b1);
+          w2.push_back(g.w2);
+          b2.push_back(g.b2);
+        }
+        want =
+            clipped_mean({lanes::stack(w1), lanes::stack(b1), lanes::stack(w2), lanes::stack(b2)});
+      },
+      3);
+  const double vmap_ms = median_ms(
+      [&] {
+        got = clipped_mean(
+            lanes::vmap(lanes::grad(loss), lanes::in_axes(lanes::none, 0, 0))(p, x, y));
+      },
+      3);
   report("MLP DP-SGD clipped mean dW1", got, max_abs_diff(got, want), loop_ms, vmap_ms);
 }
 

@@ -14,13 +14,15 @@ void jacobian() {
   const Tensor x = lanes::random::normal(k[2], {256});
   auto f = [&](const Tensor& v) { return lanes::matmul(w2, lanes::tanh(lanes::matmul(w1, v))); };
   Tensor jac, want;
-  const double loop_ms = median_ms([&] {
-    auto [y, back] = lanes::vjp(f, x);
-    std::vector<Tensor> rows;
-    const Tensor eye = lanes::eye(256);
-    for (int64_t i = 0; i < 256; ++i) rows.push_back(std::get<0>(back(example(eye, i))));
-    want = lanes::stack(rows);
-  }, 3);
+  const double loop_ms = median_ms(
+      [&] {
+        auto [y, back] = lanes::vjp(f, x);
+        std::vector<Tensor> rows;
+        const Tensor eye = lanes::eye(256);
+        for (int64_t i = 0; i < 256; ++i) rows.push_back(std::get<0>(back(example(eye, i))));
+        want = lanes::stack(rows);
+      },
+      3);
   const double vmap_ms = median_ms([&] { jac = lanes::jacrev(f)(x); }, 3);
   report("Jacobian (jacrev)", jac, max_abs_diff(jac, want), loop_ms, vmap_ms);
   Tensor fwd;
@@ -35,16 +37,18 @@ void hessian() {
   const Tensor x = lanes::random::normal(lanes::random::key(7), {128});
   auto f = [&](const Tensor& v) { return lanes::sum(lanes::tanh(lanes::matmul(w, v))); };
   Tensor h, want;
-  const double loop_ms = median_ms([&] {
-    std::vector<Tensor> rows;
-    for (int64_t i = 0; i < 128; ++i) {
-      auto gi = [&](const Tensor& v) {
-        return lanes::sum(lanes::grad(f)(v) * example(lanes::eye(128), i));
-      };
-      rows.push_back(lanes::grad(gi)(x));
-    }
-    want = lanes::stack(rows);
-  }, 3);
+  const double loop_ms = median_ms(
+      [&] {
+        std::vector<Tensor> rows;
+        for (int64_t i = 0; i < 128; ++i) {
+          auto gi = [&](const Tensor& v) {
+            return lanes::sum(lanes::grad(f)(v) * example(lanes::eye(128), i));
+          };
+          rows.push_back(lanes::grad(gi)(x));
+        }
+        want = lanes::stack(rows);
+      },
+      3);
   const double vmap_ms = median_ms([&] { h = lanes::hessian(f)(x); }, 3);
   report("Hessian", h, max_abs_diff(h, want), loop_ms, vmap_ms);
 }

@@ -44,8 +44,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 double at_broadcast(const Ref& r, const std::vector<int64_t>& out_index) {
   const size_t lead = out_index.size() - r.shape.size();
   std::vector<int64_t> index(r.shape.size());
-  for (size_t d = 0; d < r.shape.size(); ++d)
-    index[d] = r.shape[d] == 1 ? 0 : out_index[lead + d];
+  for (size_t d = 0; d < r.shape.size(); ++d) index[d] = r.shape[d] == 1 ? 0 : out_index[lead + d];
   return r.at(index);
 }
 
@@ -95,7 +94,8 @@ Tensor Gen::uniform(const Shape& shape, DType dtype, double lo, double hi) {
     std::bernoulli_distribution coin(0.5);
     for (double& v : values) v = coin(rng);
   } else if (lanes::is_integral(dtype)) {
-    const auto ilo = static_cast<int64_t>(std::ceil(dtype == DType::UInt8 ? std::max(lo, 0.0) : lo));
+    const auto ilo =
+        static_cast<int64_t>(std::ceil(dtype == DType::UInt8 ? std::max(lo, 0.0) : lo));
     std::uniform_int_distribution<int64_t> dist(ilo, std::max(ilo, static_cast<int64_t>(hi)));
     for (double& v : values) v = static_cast<double>(dist(rng));
   } else {

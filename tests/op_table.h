@@ -27,7 +27,7 @@ struct Ref {
   Ref() = default;
   Ref(Shape s, std::vector<double> d) : shape(std::move(s)), data(std::move(d)) {}
   explicit Ref(Shape s, double fill = 0.0);  // shape filled with `fill`
-  static Ref of(const Tensor& t);             // t's values (any layout) as float64
+  static Ref of(const Tensor& t);            // t's values (any layout) as float64
   int64_t numel() const { return static_cast<int64_t>(data.size()); }
   int64_t ndim() const { return static_cast<int64_t>(shape.size()); }
   double& at(const std::vector<int64_t>& index);
@@ -69,15 +69,15 @@ struct Expected {
 };
 
 struct OpRow {
-  std::string name;                  // unique: "add", "sum_axis1_keepdims", ...
-  std::string op;                    // the API function it tests: "sum"
-  std::vector<DType> dtypes;         // each is passed to `sample`
+  std::string name;           // unique: "add", "sum_axis1_keepdims", ...
+  std::string op;             // the API function it tests: "sum"
+  std::vector<DType> dtypes;  // each is passed to `sample`
   std::function<std::vector<Tensor>(DType, Gen&)> sample;
   std::function<Tensor(const std::vector<Tensor>&)> call;             // the public API
   std::function<Expected(const std::vector<Ref>&, DType)> reference;  // float64 loops
-  double rtol_float32 = 2e-6;        // |got - want| <= atol + rtol * |want|
+  double rtol_float32 = 2e-6;  // |got - want| <= atol + rtol * |want|
   double atol_float32 = 1e-6;
-  bool differentiable = false;       // for the autodiff checks of the next issues
+  bool differentiable = false;  // for the autodiff checks of the next issues
 };
 
 /// An input that must be rejected with a lanes::Error whose message mentions every `mentions`.
@@ -100,7 +100,7 @@ inline const std::vector<DType> kSignedNumbers = {DType::Int32, DType::Int64, DT
                                                   DType::Float64};
 inline const std::vector<DType> kNumbers = {DType::UInt8, DType::Int32, DType::Int64,
                                             DType::Float32, DType::Float64};
-inline const std::vector<DType> kAll = {DType::Bool,    DType::UInt8,   DType::Int32,
-                                        DType::Int64,   DType::Float32, DType::Float64};
+inline const std::vector<DType> kAll = {DType::Bool,  DType::UInt8,   DType::Int32,
+                                        DType::Int64, DType::Float32, DType::Float64};
 
 }  // namespace optable

@@ -81,8 +81,8 @@ TEST(Autodiff, SeedPerExampleGradientsOfDense1) {
     expect_close(row(dk, i), k1, 1e-5);
     expect_close(row(db, i), b1, 1e-5);
     // Analytic: residual r = pred - label; dk = r x, db = r.
-    const Tensor r = matmul(expand_dims(row(inputs, i), 0), kernel) + bias -
-                     expand_dims(row(labels, i), 0);
+    const Tensor r =
+        matmul(expand_dims(row(inputs, i), 0), kernel) + bias - expand_dims(row(labels, i), 0);
     expect_close(row(db, i), reshape(r, {1}), 1e-5);
     expect_close(row(dk, i), reshape(row(inputs, i), {32, 1}) * reshape(r, {}), 1e-5);
   }

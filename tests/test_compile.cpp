@@ -29,7 +29,9 @@ TEST(Compile, MatchesEagerAndCachesPerSignature) {
 }
 
 TEST(Compile, TreesAndTupleResults) {
-  auto f = [](const std::pair<Tensor, Tensor>& p) { return std::make_tuple(p.first + p.second, sum(p.first)); };
+  auto f = [](const std::pair<Tensor, Tensor>& p) {
+    return std::make_tuple(p.first + p.second, sum(p.first));
+  };
   auto fast = compile(f);
   const auto p = std::make_pair(randn({3}, 4), randn({3}, 5));
   auto [a, b] = fast(p);
@@ -48,7 +50,7 @@ TEST(Compile, PassesRemoveDeadAndRepeatedWork) {
   auto f = [](const Tensor& v) {
     const Tensor unused = exp(v) * 3.0;  // dead
     (void)unused;
-    const Tensor a = sin(v), b = sin(v);  // the same subexpression twice
+    const Tensor a = sin(v), b = sin(v);          // the same subexpression twice
     return reshape(reshape(a + b, {2, 2}), {4});  // reshape of reshape to the input shape
   };
   const Graph g = make_graph(f)(zeros({4}));

@@ -107,16 +107,16 @@ TEST_P(OpTable, MatchesFloat64Reference) {
     const std::vector<Tensor> inputs = r.sample(dtype, gen);
     std::vector<Ref> refs;
     for (const Tensor& x : inputs) refs.push_back(Ref::of(x));
-    for (Layout layout : {Layout::Contiguous, Layout::Strided, Layout::Transposed,
-                          Layout::Broadcast}) {
+    for (Layout layout :
+         {Layout::Contiguous, Layout::Strided, Layout::Transposed, Layout::Broadcast}) {
       // One input at a time in the layout (all inputs at once for the contiguous case).
       for (size_t k = 0; k < inputs.size(); ++k) {
         std::vector<Tensor> args = inputs;
         std::vector<Ref> arg_refs = refs;
         if (!relayout(inputs[k], layout, args[k])) continue;
         arg_refs[k] = Ref::of(args[k]);
-        SCOPED_TRACE(std::string(lanes::dtype_name(dtype)) + ", input " + std::to_string(k) +
-                     " " + layout_name(layout));
+        SCOPED_TRACE(std::string(lanes::dtype_name(dtype)) + ", input " + std::to_string(k) + " " +
+                     layout_name(layout));
         Tensor got;
         ASSERT_NO_THROW(got = r.call(args));
         EXPECT_TRUE(matches(got, r.reference(arg_refs, dtype), r));
@@ -146,8 +146,8 @@ TEST_P(ErrorTable, ThrowsLanesErrorNamingTheProblem) {
     } catch (const lanes::Error& err) {
       const std::string msg = err.what();
       for (const std::string& m : e.mentions)
-        EXPECT_NE(msg.find(m), std::string::npos) << "message \"" << msg << "\" lacks \"" << m
-                                                  << "\"";
+        EXPECT_NE(msg.find(m), std::string::npos)
+            << "message \"" << msg << "\" lacks \"" << m << "\"";
     }
   }
 }
@@ -173,17 +173,87 @@ TEST(OpTableMeta, RowNamesAreUniqueIdentifiers) {
 
 // Every op of the public API (lanes/ops.h, lanes/random.h) has at least one row.
 TEST(OpTableMeta, EveryApiOpHasARow) {
-  const std::vector<std::string> api = {
-      "arange", "eye", "iota", "add", "subtract", "multiply", "divide", "pow", "maximum",
-      "minimum", "atan2", "negative", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "tanh",
-      "sigmoid", "sin", "cos", "erf", "abs", "sign", "floor", "ceil", "round", "square", "relu",
-      "clip", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-      "logical_and", "logical_or", "logical_not", "where", "cast", "sum", "mean", "prod", "max",
-      "min", "argmax", "argmin", "dot_general", "matmul", "dot", "outer", "tensordot", "reshape",
-      "flatten", "transpose", "moveaxis", "swapaxes", "expand_dims", "squeeze", "broadcast_to",
-      "broadcast_in_dim", "concatenate", "stack", "slice", "slice_axis", "pad", "gather", "take",
-      "scatter_add", "one_hot", "softmax", "log_softmax", "logsumexp", "l2_loss",
-      "softmax_cross_entropy", "conv2d", "random_uniform", "random_normal", "random_bernoulli"};
+  const std::vector<std::string> api = {"arange",
+                                        "eye",
+                                        "iota",
+                                        "add",
+                                        "subtract",
+                                        "multiply",
+                                        "divide",
+                                        "pow",
+                                        "maximum",
+                                        "minimum",
+                                        "atan2",
+                                        "negative",
+                                        "exp",
+                                        "log",
+                                        "log1p",
+                                        "expm1",
+                                        "sqrt",
+                                        "rsqrt",
+                                        "tanh",
+                                        "sigmoid",
+                                        "sin",
+                                        "cos",
+                                        "erf",
+                                        "abs",
+                                        "sign",
+                                        "floor",
+                                        "ceil",
+                                        "round",
+                                        "square",
+                                        "relu",
+                                        "clip",
+                                        "equal",
+                                        "not_equal",
+                                        "less",
+                                        "less_equal",
+                                        "greater",
+                                        "greater_equal",
+                                        "logical_and",
+                                        "logical_or",
+                                        "logical_not",
+                                        "where",
+                                        "cast",
+                                        "sum",
+                                        "mean",
+                                        "prod",
+                                        "max",
+                                        "min",
+                                        "argmax",
+                                        "argmin",
+                                        "dot_general",
+                                        "matmul",
+                                        "dot",
+                                        "outer",
+                                        "tensordot",
+                                        "reshape",
+                                        "flatten",
+                                        "transpose",
+                                        "moveaxis",
+                                        "swapaxes",
+                                        "expand_dims",
+                                        "squeeze",
+                                        "broadcast_to",
+                                        "broadcast_in_dim",
+                                        "concatenate",
+                                        "stack",
+                                        "slice",
+                                        "slice_axis",
+                                        "pad",
+                                        "gather",
+                                        "take",
+                                        "scatter_add",
+                                        "one_hot",
+                                        "softmax",
+                                        "log_softmax",
+                                        "logsumexp",
+                                        "l2_loss",
+                                        "softmax_cross_entropy",
+                                        "conv2d",
+                                        "random_uniform",
+                                        "random_normal",
+                                        "random_bernoulli"};
   std::set<std::string> covered;
   for (const OpRow& r : op_table()) covered.insert(r.op);
   for (const std::string& op : api) EXPECT_TRUE(covered.count(op)) << "no op-table row for " << op;

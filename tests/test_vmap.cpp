@@ -10,9 +10,7 @@ using namespace lanes;
 
 namespace {
 
-Tensor randn(const Shape& shape, uint64_t seed) {
-  return random::normal(random::key(seed), shape);
-}
+Tensor randn(const Shape& shape, uint64_t seed) { return random::normal(random::key(seed), shape); }
 
 // The loop vmap replaces: f on each slice along axis 0 of every argument, stacked.
 template <class F>
@@ -25,7 +23,8 @@ template <class F>
 Tensor loop0(const F& f, const Tensor& a, const Tensor& c) {
   std::vector<Tensor> out;
   for (int64_t b = 0; b < a.shape(0); ++b)
-    out.push_back(f(squeeze(slice_axis(a, 0, b, b + 1), 0), squeeze(slice_axis(c, 0, b, b + 1), 0)));
+    out.push_back(
+        f(squeeze(slice_axis(a, 0, b, b + 1), 0), squeeze(slice_axis(c, 0, b, b + 1), 0)));
   return stack(out, 0);
 }
 
@@ -82,8 +81,8 @@ TEST(VmapSeed, BatchedDot) {
 TEST(Vmap, InAxesPerArgumentAndNone) {
   const Tensor x = randn({4, 6}, 4), w = randn({4, 5}, 5);
   // x mapped along axis 1 (6 examples of shape (4,)), w shared.
-  const Tensor got = vmap([](const Tensor& v, const Tensor& m) { return matmul(v, m); },
-                          in_axes(1, none))(x, w);
+  const Tensor got =
+      vmap([](const Tensor& v, const Tensor& m) { return matmul(v, m); }, in_axes(1, none))(x, w);
   EXPECT_EQ(got.shape(), (Shape{6, 5}));
   expect_close(got, matmul(transpose(x), w));
 }
@@ -272,7 +271,9 @@ TEST(VmapErrors, InconsistentSizesNameEveryArgument) {
 }
 
 TEST(VmapErrors, AxisOutOfRange) {
-  const std::string msg = error_of([] { vmap([](const Tensor& x) { return x; }, 2)(zeros({3, 2})); });
+  const std::string msg = error_of([] {
+    vmap([](const Tensor& x) { return x; }, 2)(zeros({3, 2}));
+  });
   EXPECT_NE(msg.find("in_axes 2"), std::string::npos) << msg;
   EXPECT_NE(msg.find("argument 0 of shape (3, 2)"), std::string::npos) << msg;
 }
@@ -289,8 +290,9 @@ TEST(VmapErrors, InAxesThatDoNotMatchTheArguments) {
 }
 
 TEST(VmapErrors, BatchedOutputWithOutAxesNone) {
-  const std::string msg =
-      error_of([] { vmap([](const Tensor& x) { return x * 2.0; }, 0, none)(zeros({3, 2})); });
+  const std::string msg = error_of([] {
+    vmap([](const Tensor& x) { return x * 2.0; }, 0, none)(zeros({3, 2}));
+  });
   EXPECT_NE(msg.find("out_axes is none"), std::string::npos) << msg;
   // An output that does not depend on the mapped input may be unmapped.
   const Tensor c = ones({2});
@@ -299,14 +301,14 @@ TEST(VmapErrors, BatchedOutputWithOutAxesNone) {
 }
 
 TEST(VmapErrors, NothingMappedWithoutAxisSize) {
-  const std::string msg = error_of([] { vmap([](const Tensor& x) { return x; }, none)(zeros({2})); });
+  const std::string msg =
+      error_of([] { vmap([](const Tensor& x) { return x; }, none)(zeros({2})); });
   EXPECT_NE(msg.find("axis_size"), std::string::npos) << msg;
 }
 
 TEST(VmapErrors, ReadingValuesInsideVmapAndEscapedTracers) {
-  std::string msg = error_of([] {
-    vmap([](const Tensor& x) { return x * x.item<float>(); })(zeros({3}));
-  });
+  std::string msg =
+      error_of([] { vmap([](const Tensor& x) { return x * x.item<float>(); })(zeros({3})); });
   EXPECT_NE(msg.find("traced tensor"), std::string::npos) << msg;
   Tensor leaked;
   vmap([&](const Tensor& x) {

@@ -66,8 +66,8 @@ TEST_P(VmapOps, MatchesPerExampleLoop) {
   if (n == 0) {  // nothing to map (iota, arange): the size comes from options.axis_size
     lanes::VmapOptions options;
     options.axis_size = kBatch;
-    auto batched = lanes::vmap(r.call, lanes::in_axes(AxisSpec(std::vector<AxisSpec>{})), 0,
-                               options);
+    auto batched =
+        lanes::vmap(r.call, lanes::in_axes(AxisSpec(std::vector<AxisSpec>{})), 0, options);
     const Tensor one = r.call({});
     EXPECT_TRUE(close(batched(std::vector<Tensor>{}), lanes::stack({one, one, one}, 0), r));
     return;
@@ -95,8 +95,8 @@ TEST_P(VmapOps, MatchesPerExampleLoop) {
       std::vector<Tensor> per_example;
       for (int64_t b = 0; b < kBatch; ++b) {
         std::vector<Tensor> args;
-        for (size_t k = 0; k < n; ++k) args.push_back(used >> k & 1 ? examples[b][k]
-                                                                     : examples[0][k]);
+        for (size_t k = 0; k < n; ++k)
+          args.push_back(used >> k & 1 ? examples[b][k] : examples[0][k]);
         per_example.push_back(r.call(args));
       }
       const int64_t out_rank = per_example[0].ndim() + 1;

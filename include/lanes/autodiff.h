@@ -166,8 +166,8 @@ auto jvp(F f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tan
   using Out = std::invoke_result_t<const F&, const Args&...>;
   Out out{};
   std::vector<Tensor> inputs = tree::flatten(primals), dirs = tree::flatten(tangents);
-  check(inputs.size() == dirs.size(), "jvp: ", dirs.size(), " tangent leaves for ",
-        inputs.size(), " primal leaves");
+  check(inputs.size() == dirs.size(), "jvp: ", dirs.size(), " tangent leaves for ", inputs.size(),
+        " primal leaves");
   const Graph g = std::apply(
       [&](const auto&... p) { return detail::trace<F>(f, &out, detail::leaf_types(p...), p...); },
       primals);
@@ -194,8 +194,8 @@ struct Jacobian {
     static_assert((std::is_same_v<Args, Tensor> && ...),
                   "lanes: jacrev/jacfwd/hessian take Tensor arguments");
     const std::vector<Tensor> leaves{args...};
-    check(argnum >= 0 && argnum < int(leaves.size()), Reverse ? "jacrev" : "jacfwd",
-          ": argnum ", argnum, " out of range for ", leaves.size(), " arguments");
+    check(argnum >= 0 && argnum < int(leaves.size()), Reverse ? "jacrev" : "jacfwd", ": argnum ",
+          argnum, " out of range for ", leaves.size(), " arguments");
     if constexpr (Reverse) {
       auto [out, lin] = linearize_call(f, {argnum}, args...);
       static_assert(std::is_same_v<decltype(out), Tensor>, "lanes: jacrev needs a Tensor output");

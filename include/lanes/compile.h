@@ -1,7 +1,8 @@
 // compile(f): trace once per input signature, optimize the graph, run it fast (jax.jit).
 //
-//     auto step = lanes::compile(lanes::vmap(lanes::grad(loss), lanes::in_axes(lanes::none, 0, 0)));
-//     auto grads = step(params, x, y);   // first call traces, batches, optimizes; later calls run
+//     auto step = lanes::compile(lanes::vmap(lanes::grad(loss), lanes::in_axes(lanes::none, 0,
+//     0))); auto grads = step(params, x, y);   // first call traces, batches, optimizes; later
+//     calls run
 //
 // The cache key is the argument types (C++ types, leaf shapes and dtypes). Tensors the function
 // captures are baked in as constants at trace time, as jax.jit does. Inside another transform a

@@ -19,17 +19,17 @@ namespace lanes {
 
 struct Explanation {
   struct Broadcast {
-    std::string where;  // the primitive whose rule broadcast
-    Shape shape;        // the broadcast (batched) shape
-    int64_t bytes = 0;  // of the broadcast shape
+    std::string where;          // the primitive whose rule broadcast
+    Shape shape;                // the broadcast (batched) shape
+    int64_t bytes = 0;          // of the broadcast shape
     bool materialized = false;  // a real copy (else a stride-0 view)
   };
   int64_t batch_size = 0;
-  Graph example;                        // one example, as traced
-  std::vector<int64_t> example_dims;    // per value of `example`: its batch dim or kNotMapped
-  Graph batched;                        // what runs on the batch
+  Graph example;                      // one example, as traced
+  std::vector<int64_t> example_dims;  // per value of `example`: its batch dim or kNotMapped
+  Graph batched;                      // what runs on the batch
   std::vector<Broadcast> broadcasts;
-  std::vector<std::string> fallbacks;   // primitives run by the per-example loop
+  std::vector<std::string> fallbacks;  // primitives run by the per-example loop
   int64_t materialized_bytes() const;
 };
 

@@ -32,8 +32,8 @@ struct Graph {
   std::vector<ValueId> inputs;    // the function's arguments (leaves), then the captured values
   std::vector<ValueId> outputs;   // the result's leaves
   std::vector<std::pair<ValueId, Tensor>> constants;
-  std::vector<Node> nodes;        // in a valid execution order
-  std::vector<Tensor> captured;   // traced values of enclosing traces, fed to the last inputs
+  std::vector<Node> nodes;       // in a valid execution order
+  std::vector<Tensor> captured;  // traced values of enclosing traces, fed to the last inputs
 
   ValueId add_value(const TensorType& type);
   size_t num_explicit_inputs() const { return inputs.size() - captured.size(); }

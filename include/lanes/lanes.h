@@ -1,9 +1,9 @@
 // lanes: static automatic batching for C++. Include this one header.
 #pragma once
 
+#include "lanes/autodiff.h"
 #include "lanes/compile.h"
 #include "lanes/dtype.h"
-#include "lanes/autodiff.h"
 #include "lanes/error.h"
 #include "lanes/explain.h"
 #include "lanes/graph.h"

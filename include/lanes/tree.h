@@ -28,7 +28,9 @@ template <class T, class = void>
 struct Tree;
 
 template <class T>
-concept Container = requires { Tree<std::decay_t<T>>::kNode; };
+concept Container = requires {
+  Tree<std::decay_t<T>>::kNode;
+};
 
 template <class T>
 constexpr bool is_tree_v = std::is_same_v<std::decay_t<T>, Tensor> || Container<T>;
@@ -117,9 +119,10 @@ void flatten(const T& x, std::vector<Tensor>& leaves) {
   if constexpr (std::is_same_v<T, Tensor>) {
     leaves.push_back(x);
   } else {
-    static_assert(Container<T>, "lanes: a transform argument or result must be a Tensor or a tree "
-                                "of Tensors (tuple, pair, vector, array, map<string, T>, or a "
-                                "struct registered with LANES_TREE)");
+    static_assert(Container<T>,
+                  "lanes: a transform argument or result must be a Tensor or a tree "
+                  "of Tensors (tuple, pair, vector, array, map<string, T>, or a "
+                  "struct registered with LANES_TREE)");
     Tree<T>::each(x, [&](const auto& c) { flatten(c, leaves); });
   }
 }
@@ -180,26 +183,25 @@ T rebuild(const T& like, const std::vector<Tensor>& leaves) {
 #define LANES_TREE_EACH_11(f, x, ...) f(x), LANES_TREE_EXPAND(LANES_TREE_EACH_10(f, __VA_ARGS__))
 #define LANES_TREE_EACH_12(f, x, ...) f(x), LANES_TREE_EXPAND(LANES_TREE_EACH_11(f, __VA_ARGS__))
 #define LANES_TREE_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, name, ...) name
-#define LANES_TREE_EACH(f, ...)                                                                  \
-  LANES_TREE_EXPAND(LANES_TREE_PICK(__VA_ARGS__, LANES_TREE_EACH_12, LANES_TREE_EACH_11,         \
-                                    LANES_TREE_EACH_10, LANES_TREE_EACH_9, LANES_TREE_EACH_8,    \
-                                    LANES_TREE_EACH_7, LANES_TREE_EACH_6, LANES_TREE_EACH_5,     \
-                                    LANES_TREE_EACH_4, LANES_TREE_EACH_3, LANES_TREE_EACH_2,     \
-                                    LANES_TREE_EACH_1)(f, __VA_ARGS__))
+#define LANES_TREE_EACH(f, ...)                                                                   \
+  LANES_TREE_EXPAND(LANES_TREE_PICK(                                                              \
+      __VA_ARGS__, LANES_TREE_EACH_12, LANES_TREE_EACH_11, LANES_TREE_EACH_10, LANES_TREE_EACH_9, \
+      LANES_TREE_EACH_8, LANES_TREE_EACH_7, LANES_TREE_EACH_6, LANES_TREE_EACH_5,                 \
+      LANES_TREE_EACH_4, LANES_TREE_EACH_3, LANES_TREE_EACH_2, LANES_TREE_EACH_1)(f, __VA_ARGS__))
 #define LANES_TREE_VISIT(field) f(x.field)
 #define LANES_TREE_MAP(field) f(x.field)
 
 /// Registers a struct (an aggregate whose listed fields are trees, up to 12) as a tree node.
-#define LANES_TREE(Type, ...)                                                        \
-  template <>                                                                        \
-  struct lanes::tree::Tree<Type> {                                                   \
-    static constexpr bool kNode = true;                                              \
-    template <class F>                                                               \
-    static void each(const Type& x, F&& f) {                                         \
-      LANES_TREE_EACH(LANES_TREE_VISIT, __VA_ARGS__);                                \
-    }                                                                                \
-    template <class F>                                                               \
-    static Type map(const Type& x, F&& f) {                                          \
-      return Type{LANES_TREE_EACH(LANES_TREE_MAP, __VA_ARGS__)};                     \
-    }                                                                                \
+#define LANES_TREE(Type, ...)                                    \
+  template <>                                                    \
+  struct lanes::tree::Tree<Type> {                               \
+    static constexpr bool kNode = true;                          \
+    template <class F>                                           \
+    static void each(const Type& x, F&& f) {                     \
+      LANES_TREE_EACH(LANES_TREE_VISIT, __VA_ARGS__);            \
+    }                                                            \
+    template <class F>                                           \
+    static Type map(const Type& x, F&& f) {                      \
+      return Type{LANES_TREE_EACH(LANES_TREE_MAP, __VA_ARGS__)}; \
+    }                                                            \
   };

@@ -38,7 +38,8 @@ class AxisSpec {
   AxisSpec(int64_t axis) : axis_(axis) {}  // NOLINT
   AxisSpec(NoneAxis) {}                    // NOLINT
   AxisSpec(std::initializer_list<AxisSpec> children) : leaf_(false), children_(children) {}
-  explicit AxisSpec(std::vector<AxisSpec> children) : leaf_(false), children_(std::move(children)) {}
+  explicit AxisSpec(std::vector<AxisSpec> children)
+      : leaf_(false), children_(std::move(children)) {}
 
   bool is_leaf() const { return leaf_; }
   const std::optional<int64_t>& axis() const { return axis_; }
@@ -111,8 +112,8 @@ void resolve_axes(const T& x, const AxisSpec& spec, const std::string& path,
 /// What vmap knows before tracing: the batch size and each leaf's per-example type.
 struct VmapPlan {
   int64_t size = 0;
-  std::vector<int64_t> dims;                  // per input leaf: mapped axis (>= 0) or kNotMapped
-  std::vector<TensorType> example_types;      // per input leaf, without the mapped axis
+  std::vector<int64_t> dims;              // per input leaf: mapped axis (>= 0) or kNotMapped
+  std::vector<TensorType> example_types;  // per input leaf, without the mapped axis
 };
 
 /// Validates the input leaves against their axes (ranges, consistent sizes) and plans the map.
@@ -142,12 +143,10 @@ class Vmapped {
       size_t i = 0;
       ((detail::resolve_axes(args, in_, "argument " + std::to_string(i++), axes)), ...);
     } else {
-      check(in_.children().size() == sizeof...(Args), "vmap: in_axes has ",
-            in_.children().size(), " entries but the function got ", sizeof...(Args),
-            " arguments");
+      check(in_.children().size() == sizeof...(Args), "vmap: in_axes has ", in_.children().size(),
+            " entries but the function got ", sizeof...(Args), " arguments");
       size_t i = 0;
-      ((detail::resolve_axes(args, in_.children()[i], "argument " + std::to_string(i), axes),
-        ++i),
+      ((detail::resolve_axes(args, in_.children()[i], "argument " + std::to_string(i), axes), ++i),
        ...);
     }
     const detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);

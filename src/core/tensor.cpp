@@ -13,7 +13,7 @@
 namespace lanes {
 
 namespace {
-constexpr size_t kAlignment = 64;         // a cache line; also the widest SIMD load (AVX-512)
+constexpr size_t kAlignment = 64;           // a cache line; also the widest SIMD load (AVX-512)
 constexpr size_t kLarge = size_t{1} << 21;  // 2 MiB: a huge page; larger blocks are cached
 constexpr size_t kCacheLimit = size_t{1} << 30;
 

@@ -92,8 +92,7 @@ Graph TraceScope::finish(const std::vector<Tensor>& outputs) {
     s.graph.outputs.push_back(s.value_of(y));
   }
   s.graph.inputs = s.explicit_inputs;
-  s.graph.inputs.insert(s.graph.inputs.end(), s.captured_inputs_.begin(),
-                        s.captured_inputs_.end());
+  s.graph.inputs.insert(s.graph.inputs.end(), s.captured_inputs_.begin(), s.captured_inputs_.end());
   if (!active_traces.empty() && active_traces.back() == &s) active_traces.pop_back();
   return std::move(s.graph);
 }

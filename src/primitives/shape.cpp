@@ -137,8 +137,7 @@ std::vector<Tensor> BroadcastInDim::jvp(const std::vector<Tensor>&, const std::v
 }
 
 // The transpose of a broadcast sums over the dims it created or stretched.
-std::vector<Tensor> BroadcastInDim::vjp(const std::vector<Tensor>& x,
-                                        const std::vector<Tensor>& ct,
+std::vector<Tensor> BroadcastInDim::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
                                         const std::vector<Tensor>&) const {
   std::vector<int64_t> summed;
   size_t i = 0;

@@ -51,8 +51,7 @@ bool differentiable(const TensorType& t) { return is_floating(t.dtype); }
 void accumulate(Tensor& into, const Tensor& ct, const TensorType& type, const Primitive* from) {
   if (!ct.defined()) return;
   check(ct.shape() == type.shape, "vjp: the rule of '", from ? from->name() : "output",
-        "' gave a cotangent of shape ", fmt(ct.shape()), " for a value of shape ",
-        fmt(type.shape));
+        "' gave a cotangent of shape ", fmt(ct.shape()), " for a value of shape ", fmt(type.shape));
   const Tensor c = ct.dtype() == type.dtype ? ct : cast(ct, type.dtype);
   into = into.defined() ? add(into, c) : c;
 }
@@ -116,8 +115,8 @@ Linearized vjp_graph(const Graph& g, const std::vector<Tensor>& inputs,
   for (ValueId v : g.outputs) lin.outputs.push_back((*env)[v]);
   lin.backward = [graph, env, active, wrt](const std::vector<Tensor>& cotangents) {
     const Graph& g = *graph;
-    check(cotangents.size() == g.outputs.size(), "vjp: ", cotangents.size(),
-          " cotangents for ", g.outputs.size(), " outputs");
+    check(cotangents.size() == g.outputs.size(), "vjp: ", cotangents.size(), " cotangents for ",
+          g.outputs.size(), " outputs");
     std::vector<Tensor> ct(g.types.size());
     for (size_t i = 0; i < cotangents.size(); ++i) {
       const TensorType& t = g.types[g.outputs[i]];
@@ -172,8 +171,8 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
     if (!tangents[i].defined() || !differentiable(g.types[v])) continue;
     check(tangents[i].shape() == g.types[v].shape, "jvp: tangent ", i, " has shape ",
           fmt(tangents[i].shape()), " but its primal has shape ", fmt(g.types[v].shape));
-    tan[v] = tangents[i].dtype() == g.types[v].dtype ? tangents[i]
-                                                      : cast(tangents[i], g.types[v].dtype);
+    tan[v] =
+        tangents[i].dtype() == g.types[v].dtype ? tangents[i] : cast(tangents[i], g.types[v].dtype);
   }
   for (const Node& n : g.nodes) {
     std::vector<Tensor> args, dargs;
@@ -216,8 +215,8 @@ Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf) {
   const Tensor basis = reshape(eye(n, y.dtype()), basis_shape);
   VmapOptions options;
   options.axis_size = n;
-  const Tensor rows = vmap([&](const Tensor& ct) { return lin.backward({ct})[leaf]; }, 0, 0,
-                           options)(basis);
+  const Tensor rows =
+      vmap([&](const Tensor& ct) { return lin.backward({ct})[leaf]; }, 0, 0, options)(basis);
   Shape shape = y.shape();
   shape.insert(shape.end(), arg.shape.begin(), arg.shape.end());
   return reshape(rows, shape);

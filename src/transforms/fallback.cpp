@@ -23,8 +23,8 @@ class PerExample : public Primitive {
 
   std::string name() const override { return "per_example"; }
   std::string params() const override {
-    return "op=" + describe(*inner_) + ", dims=" + list_str(dims_) + ", size=" +
-           std::to_string(size_);
+    return "op=" + describe(*inner_) + ", dims=" + list_str(dims_) +
+           ", size=" + std::to_string(size_);
   }
 
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override {
@@ -53,9 +53,9 @@ class PerExample : public Primitive {
     for (size_t k = 0; k < n_out; ++k) {
       std::vector<Tensor> column;
       for (const auto& r : results) column.push_back(expand_dims(r[k], 0));
-      outputs.push_back(size_ == 0 ? Tensor::empty(infer(types(in))[k].shape,
-                                                   infer(types(in))[k].dtype)
-                                   : concatenate(column, 0));
+      outputs.push_back(size_ == 0
+                            ? Tensor::empty(infer(types(in))[k].shape, infer(types(in))[k].dtype)
+                            : concatenate(column, 0));
     }
     return outputs;
   }

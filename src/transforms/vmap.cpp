@@ -186,8 +186,8 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
       env[n.outputs[k]] = std::move(outs[k]);
     }
   }
-  check(out_axes.size() == g.outputs.size(), "vmap: out_axes gives ", out_axes.size(),
-        " axes for ", g.outputs.size(), " outputs");
+  check(out_axes.size() == g.outputs.size(), "vmap: out_axes gives ", out_axes.size(), " axes for ",
+        g.outputs.size(), " outputs");
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < g.outputs.size(); ++i)
     outputs.push_back(place_output(env[g.outputs[i]], out_axes[i], plan.size));
