@@ -1,10 +1,11 @@
 // The lanes demo: a tour of static automatic batching. Each line runs one example both as a
 // per-example loop and through vmap, checks they agree, and prints the speedup.
+#include <cstdio>
 #include <iostream>
 
 #include "tour.h"
 
-int main() {
+int main() try {
   std::cout << "lanes demo (" << lanes::num_threads() << " threads)\n\n";
   const lanes::Tensor x = lanes::reshape(lanes::arange(6), {2, 3});
   std::cout << "x = " << x << "\nsoftmax(x) = " << lanes::softmax(x) << "\n";
@@ -19,4 +20,8 @@ int main() {
   tour::hessian();
   tour::ensemble();
   return 0;
+} catch (const lanes::Error& e) {
+  std::cout.flush();
+  std::fprintf(stderr, "demo failed: %s\n", e.what());
+  return 1;
 }
