@@ -123,4 +123,75 @@ std::vector<Batched> DotGeneral::batch(const std::vector<Batched>& in, int64_t) 
            nbatch + lhs_free + free_before(r.dim, d.rhs_contracting, d.rhs_batch)}};
 }
 
+// ---- derivatives
+// ---------------------------------------------------------------------------------
+
+namespace {
+
+// Dims of a rank-n operand that are neither batch nor contracting, in order.
+std::vector<int64_t> free_dims(int64_t n, const std::vector<int64_t>& batch,
+                               const std::vector<int64_t>& contracting) {
+  std::vector<int64_t> out;
+  for (int64_t d = 0; d < n; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contracting.begin(), contracting.end(), d) == contracting.end())
+      out.push_back(d);
+  return out;
+}
+
+// The cotangent of one operand `x` (jax's _dot_general_transpose_lhs): contract the output
+// cotangent with the other operand `y` over y's free dims, keep the batch dims, then permute the
+// result (batch, x free, x contracting in y's order) into x's dim order.
+Tensor transpose_operand(const Tensor& ct, const Tensor& y, int64_t x_rank,
+                         const std::vector<int64_t>& x_batch, const std::vector<int64_t>& x_contr,
+                         const std::vector<int64_t>& y_batch, const std::vector<int64_t>& y_contr,
+                         bool x_is_lhs) {
+  const int64_t nb = static_cast<int64_t>(x_batch.size());
+  const std::vector<int64_t> x_free = free_dims(x_rank, x_batch, x_contr);
+  const std::vector<int64_t> y_free = free_dims(y.ndim(), y_batch, y_contr);
+  const int64_t nxf = static_cast<int64_t>(x_free.size());
+  // Positions of y's free dims in the output: after the batch dims and lhs free dims.
+  DotDims dims;
+  for (int64_t i = 0; i < int64_t(y_free.size()); ++i)
+    dims.lhs_contracting.push_back(x_is_lhs ? nb + nxf + i : nb + i);
+  dims.rhs_contracting = y_free;
+  for (int64_t i = 0; i < nb; ++i) dims.lhs_batch.push_back(i);
+  dims.rhs_batch = y_batch;
+  const Tensor r = dot_general(ct, y, dims);  // (batch, ct's free = x free, y's contracting)
+  // r's axes hold x dims: batch, then x free, then x contracting ordered by y's contracting dim.
+  std::vector<int64_t> holds(x_batch);
+  holds.insert(holds.end(), x_free.begin(), x_free.end());
+  std::vector<size_t> order(y_contr.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return y_contr[a] < y_contr[b]; });
+  for (size_t i : order) holds.push_back(x_contr[i]);
+  std::vector<int64_t> perm(x_rank);
+  for (int64_t axis = 0; axis < x_rank; ++axis) perm[holds[axis]] = axis;
+  return transpose(r, perm);
+}
+
+}  // namespace
+
+std::vector<Tensor> DotGeneral::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
+                                    const std::vector<Tensor>&) const {
+  Tensor out;
+  if (t[0].defined()) out = dot_general(t[0], x[1], dims_);
+  if (t[1].defined()) {
+    const Tensor d = dot_general(x[0], t[1], dims_);
+    out = out.defined() ? out + d : d;
+  }
+  return {out};
+}
+
+std::vector<Tensor> DotGeneral::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                    const std::vector<Tensor>&) const {
+  if (!is_floating(x[0].dtype())) return {Tensor(), Tensor()};
+  const DotDims& d = dims_;
+  return {transpose_operand(ct[0], x[1], x[0].ndim(), d.lhs_batch, d.lhs_contracting, d.rhs_batch,
+                            d.rhs_contracting, true),
+          transpose_operand(ct[0], x[0], x[1].ndim(), d.rhs_batch, d.rhs_contracting, d.lhs_batch,
+                            d.lhs_contracting, false)};
+}
+
 }  // namespace lanes::prim

@@ -19,6 +19,10 @@ class DotGeneral : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
 
   const DotDims& dims() const { return dims_; }
   const std::vector<int64_t>& lhs_contracting() const { return dims_.lhs_contracting; }

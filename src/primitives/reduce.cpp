@@ -79,6 +79,40 @@ std::vector<Batched> Reduce::batch(const std::vector<Batched>& in, int64_t) cons
   return {{bind1(std::make_shared<const Reduce>(kind_, axes), {in[0].value}), d - before}};
 }
 
+namespace {
+// y (the shape of a reduction's output) broadcast back over the reduced axes of `shape`.
+Tensor expand_back(const Tensor& y, const Shape& shape, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), d)) kept.push_back(d);
+  return broadcast_in_dim(y, shape, kept);
+}
+}  // namespace
+
+// Where a derivative flows to each input element, as a factor of the output's derivative:
+// sum: 1; prod: out / x (exact for inputs without zeros); max/min: the positions equal to the
+// extreme, split evenly among ties (as jax does).
+static Tensor reduce_weights(kernels::ReduceOp kind, const Tensor& x, const Tensor& out,
+                             const std::vector<int64_t>& axes) {
+  const Tensor out_b = expand_back(out, x.shape(), axes);
+  if (kind == kernels::ReduceOp::Prod) return out_b / x;
+  const Tensor mask = cast(equal(x, out_b), x.dtype());
+  return mask / expand_back(sum(mask, axes), x.shape(), axes);
+}
+
+std::vector<Tensor> Reduce::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
+                                const std::vector<Tensor>& out) const {
+  if (kind_ == kernels::ReduceOp::Sum) return {sum(t[0], axes_)};
+  return {sum(t[0] * reduce_weights(kind_, x[0], out[0], axes_), axes_)};
+}
+
+std::vector<Tensor> Reduce::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                const std::vector<Tensor>& out) const {
+  const Tensor spread = expand_back(ct[0], x[0].shape(), axes_);
+  if (kind_ == kernels::ReduceOp::Sum) return {spread};
+  return {spread * reduce_weights(kind_, x[0], out[0], axes_)};
+}
+
 // ---- argmax / argmin --------------------------------------------------------------------------
 
 std::string ArgReduce::params() const {
@@ -107,6 +141,17 @@ std::vector<Batched> ArgReduce::batch(const std::vector<Batched>& in, int64_t) c
   const Tensor out =
       bind1(std::make_shared<const ArgReduce>(kind_, past_batch(axis_, d)), {in[0].value});
   return {{out, axis_ < d ? d - 1 : d}};
+}
+
+// Indices are integers: no derivative flows through them.
+std::vector<Tensor> ArgReduce::jvp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                   const std::vector<Tensor>&) const {
+  return {Tensor()};
+}
+
+std::vector<Tensor> ArgReduce::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                   const std::vector<Tensor>&) const {
+  return {Tensor()};
 }
 
 }  // namespace lanes::prim

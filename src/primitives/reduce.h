@@ -25,6 +25,10 @@ class Reduce : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
   Kind kind() const { return kind_; }
   const std::vector<int64_t>& axes() const { return axes_; }
 
@@ -44,6 +48,10 @@ class ArgReduce : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
   Kind kind() const { return kind_; }
   int64_t axis() const { return axis_; }
 
