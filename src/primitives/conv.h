@@ -18,6 +18,10 @@ class Conv : public Primitive {
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
 
   const kernels::ConvParams& conv_params() const { return p_; }
   const std::array<int64_t, 2>& stride() const { return p_.stride; }
