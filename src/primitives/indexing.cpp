@@ -3,6 +3,7 @@
 #include "kernels/indexing.h"
 #include "lanes/ops.h"
 #include "primitives/util.h"
+#include "transforms/batching.h"
 
 namespace lanes::prim {
 
@@ -105,6 +106,34 @@ std::vector<Tensor> ScatterAdd::vjp(const std::vector<Tensor>& x, const std::vec
                                     const std::vector<Tensor>&) const {
   if (!ct[0].defined()) return {Tensor(), Tensor(), Tensor()};
   return {ct[0], Tensor(), gather(ct[0], x[1], axis_, batch_dims_)};
+}
+
+// ---- batching rules
+// ------------------------------------------------------------------------------
+
+// tf.gather's batch_dims is made for vmap: with both operands mapped, the batch becomes one more
+// leading batch dim. With only one mapped and no batch dims, the other stays as it is: a mapped
+// x gathers along axis + 1 (batch first); mapped indices put the batch where the indices go.
+std::vector<Batched> Gather::batch(const std::vector<Batched>& in, int64_t size) const {
+  const Batched &x = in[0], &idx = in[1];
+  if (batch_dims_ == 0 && !idx.mapped()) {
+    const Tensor xb = batching::move_batch_dim(x, 0);
+    return {{bind1(std::make_shared<const Gather>(axis_ + 1, 0), {xb, idx.value}), 0}};
+  }
+  if (batch_dims_ == 0 && !x.mapped()) {
+    const Tensor ib = batching::move_batch_dim(idx, 0);
+    return {{bind1(std::make_shared<const Gather>(axis_, 0), {x.value, ib}), axis_}};
+  }
+  const Tensor xb = batching::batch_at_front(x, size), ib = batching::batch_at_front(idx, size);
+  return {{bind1(std::make_shared<const Gather>(axis_ + 1, batch_dims_ + 1), {xb, ib}), 0}};
+}
+
+// The result is a fresh copy of x either way, so every operand goes batch-first (unmapped ones as
+// views) and the batch becomes one more leading batch dim.
+std::vector<Batched> ScatterAdd::batch(const std::vector<Batched>& in, int64_t size) const {
+  std::vector<Tensor> xs;
+  for (const Batched& x : in) xs.push_back(batching::batch_at_front(x, size));
+  return {{bind1(std::make_shared<const ScatterAdd>(axis_ + 1, batch_dims_ + 1), xs), 0}};
 }
 
 }  // namespace lanes::prim

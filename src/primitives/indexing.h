@@ -20,6 +20,7 @@ class Gather : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;
   std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
@@ -44,6 +45,7 @@ class ScatterAdd : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;
   std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,

@@ -5,6 +5,7 @@
 #include "kernels/structure.h"
 #include "lanes/ops.h"
 #include "primitives/util.h"
+#include "transforms/batching.h"
 
 namespace lanes::prim {
 
@@ -132,6 +133,26 @@ std::vector<TensorType> Iota::infer(const std::vector<TensorType>& in) const {
 
 std::vector<Tensor> Iota::eval(const std::vector<Tensor>&) const {
   return {kernels::iota(shape_, dimension_, dtype_)};
+}
+
+// ---- batching rules
+// ------------------------------------------------------------------------------
+
+// Every operand with the batch first (unmapped ones as stride-0 views: the kernel copies them into
+// the output once, as it copies every operand), joined along the shifted axis.
+std::vector<Batched> Concatenate::batch(const std::vector<Batched>& in, int64_t size) const {
+  std::vector<Tensor> xs;
+  for (const Batched& x : in) xs.push_back(batching::batch_at_front(x, size));
+  return {{bind1(std::make_shared<const Concatenate>(axis_ + 1), xs), 0}};
+}
+
+// The batch dim is not padded.
+std::vector<Batched> Pad::batch(const std::vector<Batched>& in, int64_t) const {
+  const int64_t d = in[0].dim;
+  Shape low = low_, high = high_;
+  low.insert(low.begin() + d, 0);
+  high.insert(high.begin() + d, 0);
+  return {{bind1(std::make_shared<const Pad>(low, high, value_), {in[0].value}), d}};
 }
 
 }  // namespace lanes::prim
