@@ -100,63 +100,91 @@ std::vector<Batched> Conv::batch(const std::vector<Batched>& in, int64_t size) c
   return {{reshape(y, {xs[1], b, o, y.shape(2), y.shape(3)}), 1}};
 }
 
-// ---- derivatives
-// ---------------------------------------------------------------------------------
-
-namespace {
-
-// The same convolution written with ops: patches gathered by kH * kW strided slices of the
-// padded input, then one dot_general per group. Slower than the im2col kernel, but every op in
-// it has derivative and batching rules, so differentiating it gives conv's vjp with respect to
-// both operands for every stride, padding, dilation and group count, to any order.
-Tensor conv_by_patches(const Tensor& x, const Tensor& w, const kernels::ConvParams& p) {
-  const int64_t n = x.shape(0), c = x.shape(1), o = w.shape(0), kh = w.shape(2), kw = w.shape(3);
-  const int64_t g = p.groups;
-  const int64_t oh =
-      kernels::conv_out_size(x.shape(2), kh, p.stride[0], p.padding[0], p.dilation[0]);
-  const int64_t ow =
-      kernels::conv_out_size(x.shape(3), kw, p.stride[1], p.padding[1], p.dilation[1]);
-  const Tensor xp = pad(x, {0, 0, p.padding[0], p.padding[1]}, {0, 0, p.padding[0], p.padding[1]});
-  std::vector<Tensor> taps;
-  for (int64_t i = 0; i < kh; ++i)
-    for (int64_t j = 0; j < kw; ++j) {
-      const int64_t r = i * p.dilation[0], q = j * p.dilation[1];
-      taps.push_back(slice(xp, {0, 0, r, q},
-                           {n, c, r + (oh - 1) * p.stride[0] + 1, q + (ow - 1) * p.stride[1] + 1},
-                           {1, 1, p.stride[0], p.stride[1]}));
-    }
-  const Tensor patches = reshape(stack(taps, 2), {n, g, c / g, kh * kw, oh, ow});
-  const Tensor wg = reshape(w, {g, o / g, c / g, kh * kw});
-  DotDims dims;
-  dims.lhs_batch = {1};
-  dims.rhs_batch = {0};
-  dims.lhs_contracting = {2, 3};
-  dims.rhs_contracting = {2, 3};
-  const Tensor out = dot_general(patches, wg, dims);  // (g, n, oh, ow, o / g)
-  return reshape(transpose(out, {1, 0, 4, 2, 3}), {n, o, oh, ow});
-}
-
-}  // namespace
-
 // Conv is linear in each operand.
 std::vector<Tensor> Conv::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
                               const std::vector<Tensor>&) const {
   Tensor out;
-  if (t[0].defined()) out = bind1(shared_from_this(), {t[0], x[1]});
+  if (t[0].defined()) out = conv_with(p_, t[0], x[1]);
   if (t[1].defined()) {
-    const Tensor d = bind1(shared_from_this(), {x[0], t[1]});
-    out = out.defined() ? out + d : d;
+    const Tensor dw = conv_with(p_, x[0], t[1]);
+    out = out.defined() ? add(out, dw) : dw;
   }
   return {out};
 }
 
+namespace {
+
+// Reverses the two spatial axes of a weight (O, C, kH, kW) with a gather of constant indices.
+Tensor flip_spatial(const Tensor& w) {
+  Tensor out = w;
+  for (int64_t axis = 2; axis < 4; ++axis) {
+    const int64_t k = w.shape(axis);
+    if (k > 1) out = gather(out, arange(double(k - 1), -1.0, -1.0, DType::Int64), axis);
+  }
+  return out;
+}
+
+// The input cotangent is a stride-1 convolution of the cotangent with the flipped weight, its
+// input and output channels swapped within each group. A strided conv first spreads the
+// cotangent (each element followed by stride - 1 zeros); then one pad (negative values crop)
+// places it so that output h sees the cotangents of every window that read input h.
+Tensor input_cotangent(const kernels::ConvParams& p, const Shape& xs, const Tensor& w,
+                       const Tensor& ct) {
+  const int64_t g = p.groups, o = w.shape(0), og = o / g, cg = w.shape(1);
+  Tensor q = ct;
+  Shape low(4, 0), high(4, 0);
+  for (int i = 0; i < 2; ++i) {
+    const int64_t s = p.stride[i], axis = 2 + i, oh = ct.shape(axis);
+    if (s > 1) {
+      const Tensor spread = expand_dims(q, axis + 1);
+      Shape lo(5, 0), hi(5, 0);
+      hi[axis + 1] = s - 1;
+      Shape merged = q.shape();
+      merged[axis] *= s;
+      q = reshape(pad(spread, lo, hi), merged);
+    }
+    const int64_t span = p.dilation[i] * (w.shape(axis) - 1) + 1;
+    low[axis] = span - 1 - p.padding[i];
+    high[axis] = xs[axis] + p.padding[i] - oh * s;
+  }
+  q = pad(q, low, high);
+  const Tensor wt = transpose(reshape(w, {g, og, cg, w.shape(2), w.shape(3)}), {0, 2, 1, 3, 4});
+  kernels::ConvParams t;
+  t.dilation = p.dilation;
+  t.groups = g;
+  return conv_with(t, q, flip_spatial(reshape(wt, {g * cg, og, w.shape(2), w.shape(3)})));
+}
+
+// The weight cotangent correlates the input with the cotangent over the examples: examples
+// become channels, channels (per group) become examples, and stride and dilation trade places.
+// The result can be larger than the kernel (rows no window reached); those are cut off.
+Tensor weight_cotangent(const kernels::ConvParams& p, const Tensor& x, const Shape& ws,
+                        const Tensor& ct) {
+  const int64_t g = p.groups, n = x.shape(0), cg = ws[1], og = ws[0] / g;
+  const Tensor xt =
+      reshape(transpose(reshape(x, {n, g, cg, x.shape(2), x.shape(3)}), {2, 1, 0, 3, 4}),
+              {cg, g * n, x.shape(2), x.shape(3)});
+  const Tensor ctt =
+      reshape(transpose(reshape(ct, {n, g, og, ct.shape(2), ct.shape(3)}), {1, 2, 0, 3, 4}),
+              {g * og, n, ct.shape(2), ct.shape(3)});
+  kernels::ConvParams t;
+  t.stride = p.dilation;
+  t.padding = p.padding;
+  t.dilation = p.stride;
+  t.groups = g;
+  Tensor dw = conv_with(t, xt, ctt);  // (C / g, O, >= kH, >= kW)
+  if (dw.shape(2) != ws[2] || dw.shape(3) != ws[3])
+    dw = slice(dw, {0, 0, 0, 0}, {dw.shape(0), dw.shape(1), ws[2], ws[3]});
+  return transpose(dw, {1, 0, 2, 3});
+}
+
+}  // namespace
+
 std::vector<Tensor> Conv::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
                               const std::vector<Tensor>&) const {
-  const kernels::ConvParams p = p_;
-  auto f = [p](const Tensor& a, const Tensor& b) { return conv_by_patches(a, b, p); };
-  auto [y, back] = lanes::vjp(f, x[0], x[1]);
-  auto [dx, dw] = back(ct[0]);
-  return {dx, dw};
+  if (!ct[0].defined()) return {Tensor(), Tensor()};
+  return {input_cotangent(p_, x[0].shape(), x[1], ct[0]),
+          weight_cotangent(p_, x[0], x[1].shape(), ct[0])};
 }
 
 }  // namespace lanes::prim
