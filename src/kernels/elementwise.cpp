@@ -67,9 +67,10 @@ void with_unary(UnaryOp op, Fn&& fn) {
     return fn(vm::Name{});
       LANES_CASE(Exp)
       LANES_CASE(Log)
-      LANES_CASE(Log1p) LANES_CASE(Expm1) LANES_CASE(Sqrt) LANES_CASE(Rsqrt) LANES_CASE(Tanh)
-          LANES_CASE(Logistic) LANES_CASE(Sin) LANES_CASE(Cos) LANES_CASE(Erf) LANES_CASE(Floor)
-              LANES_CASE(Ceil) LANES_CASE(Round)
+      LANES_CASE(Log1p)
+      LANES_CASE(Expm1) LANES_CASE(Sqrt) LANES_CASE(Rsqrt) LANES_CASE(Tanh) LANES_CASE(Logistic)
+          LANES_CASE(Sin) LANES_CASE(Cos) LANES_CASE(Erf) LANES_CASE(Floor) LANES_CASE(Ceil)
+              LANES_CASE(Round)
 #undef LANES_CASE
                   default : break;
     }
