@@ -24,9 +24,13 @@ namespace lanes {
 namespace detail {
 
 /// Graph passes run once per signature: dead code elimination, common subexpression
-/// elimination, simplification of the reshapes/transposes/broadcasts/casts that batching and
-/// autodiff introduce, and fusion of elementwise chains (src/runtime/passes.cpp).
+/// elimination, constant folding, simplification of the reshapes/transposes/broadcasts/casts
+/// that batching and autodiff introduce (src/runtime/passes.cpp).
 Graph optimize(const Graph& g);
+
+/// Groups chains of elementwise nodes of one shape into fused_elementwise nodes, each run as one
+/// tiled pass over memory (src/runtime/fusion.cpp). The last step before execution.
+Graph fuse_elementwise(const Graph& g);
 
 /// Runs an optimized graph on concrete inputs without re-validating shapes per node; frees
 /// each intermediate after its last use (src/runtime/executor.cpp).
@@ -68,7 +72,7 @@ class Compiled {
       Out out{};
       Graph g = detail::trace<F>(f_, &out, detail::leaf_types(args...), args...);
       auto fresh = std::make_shared<detail::CompiledEntry>();
-      fresh->graph = detail::optimize(g);
+      fresh->graph = detail::fuse_elementwise(detail::optimize(g));
       fresh->out = std::move(out);
       std::lock_guard<std::mutex> lock(cache_->mutex);
       entry = cache_->entries.emplace(key, std::move(fresh)).first->second;

@@ -33,6 +33,19 @@ class Storage {
   size_t bytes_;
 };
 
+/// Bytes of tensor storage: what is live now, the most live since the last reset, and what the
+/// caching allocator holds for reuse (freed large blocks kept to skip page faults).
+struct MemoryStats {
+  size_t live_bytes = 0;
+  size_t peak_bytes = 0;
+  size_t cached_bytes = 0;
+};
+MemoryStats memory_stats();
+/// Starts a new peak: peak_bytes becomes live_bytes.
+void reset_peak_memory();
+/// Returns the cached blocks to the system (torch.cuda.empty_cache).
+void empty_cache();
+
 /// Number of elements of a shape (1 for a scalar).
 int64_t shape_numel(const Shape& shape);
 /// Row-major (C order) strides of a shape, in elements.

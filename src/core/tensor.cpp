@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -39,9 +40,17 @@ class BlockCache {
     cached_ += bytes;
     return true;
   }
-  ~BlockCache() {
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [bytes, p] : free_) std::free(p);
+    free_.clear();
+    cached_ = 0;
   }
+  size_t cached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+  ~BlockCache() { clear(); }
 
  private:
   std::mutex mutex_;
@@ -54,27 +63,47 @@ BlockCache& block_cache() {
   return *cache;
 }
 
+std::atomic<size_t> g_live{0}, g_peak{0};
+
+void count_alloc(size_t bytes) {
+  const size_t live = g_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+
 size_t rounded_size(size_t bytes) {
   const size_t unit = bytes >= kLarge ? kLarge : kAlignment;
   return std::max(unit, (bytes + unit - 1) / unit * unit);
 }
 }  // namespace
 
+MemoryStats memory_stats() { return {g_live.load(), g_peak.load(), block_cache().cached()}; }
+
+void reset_peak_memory() { g_peak.store(g_live.load()); }
+
+void empty_cache() { block_cache().clear(); }
+
 Storage::Storage(size_t bytes) : bytes_(bytes) {
   const size_t size = rounded_size(bytes);
   if (size >= kLarge) {
     data_ = block_cache().take(size);
-    if (data_) return;
+    if (data_) {
+      count_alloc(size);
+      return;
+    }
     data_ = std::aligned_alloc(kLarge, size);
     if (data_) madvise(data_, size, MADV_HUGEPAGE);
   } else {
     data_ = std::aligned_alloc(kAlignment, size);
   }
   if (!data_) throw std::bad_alloc();
+  count_alloc(size);
 }
 
 Storage::~Storage() {
   const size_t size = rounded_size(bytes_);
+  g_live.fetch_sub(size, std::memory_order_relaxed);
   if (size >= kLarge && block_cache().give(data_, size)) return;
   std::free(data_);
 }

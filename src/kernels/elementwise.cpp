@@ -68,11 +68,11 @@ void with_unary(UnaryOp op, Fn&& fn) {
       LANES_CASE(Exp)
       LANES_CASE(Log)
       LANES_CASE(Log1p)
-      LANES_CASE(Expm1) LANES_CASE(Sqrt) LANES_CASE(Rsqrt) LANES_CASE(Tanh) LANES_CASE(Logistic)
-          LANES_CASE(Sin) LANES_CASE(Cos) LANES_CASE(Erf) LANES_CASE(Floor) LANES_CASE(Ceil)
-              LANES_CASE(Round)
+      LANES_CASE(Expm1)
+      LANES_CASE(Sqrt) LANES_CASE(Rsqrt) LANES_CASE(Tanh) LANES_CASE(Logistic) LANES_CASE(Sin)
+          LANES_CASE(Cos) LANES_CASE(Erf) LANES_CASE(Floor) LANES_CASE(Ceil) LANES_CASE(Round)
 #undef LANES_CASE
-                  default : break;
+              default : break;
     }
   }
   if constexpr (std::is_same_v<T, bool>) {
@@ -100,6 +100,22 @@ Tensor unary(UnaryOp op, const Tensor& x) {
 
 void unary_f32(UnaryOp op, const float* x, float* out, int64_t n) {
   with_unary<float>(op, [&](auto f) { run_unary<float>(f, x, out, n); });
+}
+
+void unary_contiguous(UnaryOp op, DType dtype, const void* x, void* out, int64_t n) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    with_unary<T>(op, [&](auto f) {
+      loops::unary_row<T, T>(static_cast<T*>(out), static_cast<const T*>(x), 1, n, f);
+    });
+  });
+}
+
+bool unary_is_costly(UnaryOp op) {
+  bool costly = false;
+  if (!unary_accepts(op, DType::Float32)) return costly;
+  with_unary<float>(op, [&](auto f) { costly = decltype(f)::grain < vm::kCheapGrain; });
+  return costly;
 }
 
 }  // namespace lanes::kernels

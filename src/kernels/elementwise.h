@@ -77,7 +77,22 @@ Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor cast(const Tensor& x, DType dtype);
 
 /// out[i] = op(x[i]) for contiguous float32 data on the calling thread: the kernel behind
-/// unary() without the tensor plumbing (benchmarks, fused loops).
+/// unary() without the tensor plumbing (benchmarks).
 void unary_f32(UnaryOp op, const float* x, float* out, int64_t n);
+
+// The row kernels behind unary/binary/select/cast on n contiguous elements of `dtype` (the
+// operands' dtype; binary comparisons write bool), on the calling thread, without the tensor
+// plumbing: what a fused elementwise chain runs tile by tile (src/kernels/fused.cpp). They
+// compute bit-identical results to the tensor kernels.
+void unary_contiguous(UnaryOp op, DType dtype, const void* x, void* out, int64_t n);
+void binary_contiguous(BinaryOp op, DType dtype, const void* a, const void* b, void* out,
+                       int64_t n);
+void select_contiguous(DType dtype, const bool* cond, const void* a, const void* b, void* out,
+                       int64_t n);
+void cast_contiguous(DType from, DType to, const void* x, void* out, int64_t n);
+/// Whether op is evaluated with transcendental-class cost (exp, log, tanh, pow, ...): such chains
+/// are worth splitting over threads sooner.
+bool unary_is_costly(UnaryOp op);
+bool binary_is_costly(BinaryOp op);
 
 }  // namespace lanes::kernels

@@ -65,4 +65,24 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+void binary_contiguous(BinaryOp op, DType dtype, const void* a, const void* b, void* out,
+                       int64_t n) {
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = static_cast<const T*>(a);
+    const T* pb = static_cast<const T*>(b);
+    with_binary<T>(
+        op, [&](auto f) { loops::binary_row<T, T>(static_cast<T*>(out), pa, 1, pb, 1, n, f); },
+        [&](auto f) { loops::binary_row<T, bool>(static_cast<bool*>(out), pa, 1, pb, 1, n, f); });
+  });
+}
+
+bool binary_is_costly(BinaryOp op) {
+  bool costly = false;
+  if (!binary_accepts(op, DType::Float32)) return costly;
+  auto grain = [&](auto f) { costly = decltype(f)::grain < vm::kCheapGrain; };
+  with_binary<float>(op, grain, grain);
+  return costly;
+}
+
 }  // namespace lanes::kernels

@@ -44,7 +44,7 @@ constexpr int64_t kSelectGrain = 32768;  // elements per thread at least: a chea
 /// Branch-free blend: a random cond would mispredict half the time, and GCC compiles the plain
 /// ternary to branches.
 template <class U>
-void select_contiguous(const bool* c, const U* x, const U* y, U* o, int64_t n) {
+void select_rows(const bool* c, const U* x, const U* y, U* o, int64_t n) {
   using B = xsimd::batch<U>;
   constexpr int64_t W = B::size;
   int64_t i = 0;
@@ -73,7 +73,7 @@ void select_bits(const Tensor& cond, const Tensor& a, const Tensor& b, const Ten
         const U* x = ab + off[2];
         const U* y = bb + off[3];
         U* o = ob + off[0];
-        if (st[1] == 1 && st[2] == 1 && st[3] == 1) return select_contiguous(c, x, y, o, n);
+        if (st[1] == 1 && st[2] == 1 && st[3] == 1) return select_rows(c, x, y, o, n);
         for (int64_t i = 0; i < n; ++i) o[i] = c[i * st[1]] ? x[i * st[2]] : y[i * st[3]];
       });
 }
@@ -112,6 +112,33 @@ Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b) {
       break;
   }
   return out;
+}
+
+void cast_contiguous(DType from_dtype, DType to_dtype, const void* x, void* out, int64_t n) {
+  visit_dtype(from_dtype, [&](auto from) {
+    using From = typename decltype(from)::type;
+    visit_dtype(to_dtype, [&](auto to) {
+      using To = typename decltype(to)::type;
+      loops::unary_row<From, To>(static_cast<To*>(out), static_cast<const From*>(x), 1, n,
+                                 Convert<To>{});
+    });
+  });
+}
+
+void select_contiguous(DType dtype, const bool* cond, const void* a, const void* b, void* out,
+                       int64_t n) {
+  auto run = [&](auto zero) {
+    using U = decltype(zero);
+    select_rows(cond, static_cast<const U*>(a), static_cast<const U*>(b), static_cast<U*>(out), n);
+  };
+  switch (dtype_size(dtype)) {
+    case 1:
+      return run(uint8_t{});
+    case 4:
+      return run(uint32_t{});
+    default:
+      return run(uint64_t{});
+  }
 }
 
 }  // namespace lanes::kernels

@@ -1,5 +1,6 @@
 // The executor of compiled graphs: nodes in order, each intermediate freed after its last use so
 // the allocator can reuse its memory for the next ones.
+#include <algorithm>
 #include <sstream>
 
 #include "lanes/compile.h"
@@ -43,7 +44,13 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     args.clear();
-    for (ValueId v : n.inputs) args.push_back(env[v]);
+    // A value at its last use is moved, not copied: a kernel then sees it as the only holder of
+    // its storage and may write its output there (fused elementwise chains do).
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueId v = n.inputs[k];
+      const bool again = std::find(n.inputs.begin() + k + 1, n.inputs.end(), v) != n.inputs.end();
+      args.push_back(last_use[v] == int64_t(i) && !again ? std::move(env[v]) : env[v]);
+    }
     std::vector<Tensor> outs = n.prim->eval(args);
     for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
     for (ValueId v : n.inputs)

@@ -1,0 +1,245 @@
+#include "kernels/fused.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "lanes/parallel.h"
+
+namespace lanes::kernels {
+
+namespace {
+
+// Elements per tile: 4 KiB registers for the widest dtype, so a step's operands stay in L1 while
+// the per-step dispatch (a few ns) is spread over enough elements to vanish.
+constexpr int64_t kTile = 512;
+// Outputs at least this large are written with non-temporal stores: they would not stay in the
+// cache anyway, and streaming skips the read-for-ownership of each line (measured 72 vs 52 GB/s
+// for a triad on this machine).
+constexpr size_t kStreamBytes = size_t{8} << 20;
+
+// The iteration space over the output (operand 0, contiguous) and the inputs: size-1 dims
+// dropped, dims merged where every operand is contiguous across them (strided.h's coalesce, for a
+// number of operands known only at run time).
+struct Space {
+  Shape shape;
+  std::vector<Strides> strides;  // per operand
+};
+
+Space make_space(const Shape& shape, const std::vector<Tensor>& inputs) {
+  const size_t k = inputs.size() + 1;
+  Space s;
+  s.strides.resize(k);
+  const Strides out = contiguous_strides(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    auto stride = [&](size_t op) { return op == 0 ? out[d] : inputs[op - 1].strides()[d]; };
+    bool merge = !s.shape.empty();
+    for (size_t op = 0; op < k && merge; ++op)
+      merge = s.strides[op].back() == stride(op) * shape[d];
+    if (merge) {
+      s.shape.back() *= shape[d];
+      for (size_t op = 0; op < k; ++op) s.strides[op].back() = stride(op);
+    } else {
+      s.shape.push_back(shape[d]);
+      for (size_t op = 0; op < k; ++op) s.strides[op].push_back(stride(op));
+    }
+  }
+  if (s.shape.empty()) {
+    s.shape.push_back(1);
+    for (auto& st : s.strides) st.push_back(1);
+  }
+  return s;
+}
+
+// Copies n elements of type U at element stride `step` (0: a broadcast) into a dense buffer.
+template <class U>
+void gather_as(const char* src, int64_t step, int64_t n, char* dst) {
+  const U* in = reinterpret_cast<const U*>(src);
+  U* out = reinterpret_cast<U*>(dst);
+  if (step == 0)
+    std::fill(out, out + n, in[0]);
+  else
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i * step];
+}
+
+void gather(const char* src, int64_t step, int64_t n, size_t size, char* dst) {
+  switch (size) {
+    case 1:
+      return gather_as<uint8_t>(src, step, n, dst);
+    case 4:
+      return gather_as<uint32_t>(src, step, n, dst);
+    default:
+      return gather_as<uint64_t>(src, step, n, dst);
+  }
+}
+
+// memcpy with non-temporal stores for the 64-byte-aligned body.
+void stream_copy(char* dst, const char* src, size_t bytes) {
+#if defined(__AVX512F__)
+  const size_t head = std::min(bytes, (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64);
+  std::memcpy(dst, src, head);
+  size_t i = head;
+  for (; i + 64 <= bytes; i += 64)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i),
+                        _mm512_loadu_si512(reinterpret_cast<const void*>(src + i)));
+  std::memcpy(dst + i, src + i, bytes - i);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+void run_step(const FusedStep& s, const std::vector<const char*>& reg, char* out, int64_t n) {
+  switch (s.kind) {
+    case FusedStep::Kind::Unary:
+      return unary_contiguous(UnaryOp(s.op), s.operand_type, reg[s.args[0]], out, n);
+    case FusedStep::Kind::Binary:
+      return binary_contiguous(BinaryOp(s.op), s.operand_type, reg[s.args[0]], reg[s.args[1]], out,
+                               n);
+    case FusedStep::Kind::Select:
+      return select_contiguous(s.operand_type, reinterpret_cast<const bool*>(reg[s.args[0]]),
+                               reg[s.args[1]], reg[s.args[2]], out, n);
+    case FusedStep::Kind::Cast:
+      return cast_contiguous(s.operand_type, s.result_type, reg[s.args[0]], out, n);
+  }
+}
+
+bool costly(const FusedStep& s) {
+  if (s.kind == FusedStep::Kind::Unary) return unary_is_costly(UnaryOp(s.op));
+  if (s.kind == FusedStep::Kind::Binary) return binary_is_costly(BinaryOp(s.op));
+  return false;
+}
+
+// Element offset of each operand at the start of `row` of the space.
+void row_offsets(const Space& s, int64_t row, std::vector<int64_t>& off) {
+  std::fill(off.begin(), off.end(), 0);
+  for (int64_t d = int64_t(s.shape.size()) - 2; d >= 0; --d) {
+    const int64_t i = row % s.shape[d];
+    row /= s.shape[d];
+    for (size_t op = 0; op < off.size(); ++op) off[op] += i * s.strides[op][d];
+  }
+}
+
+// An input whose buffer may become the output `dtype`: nothing else holds its storage, and it
+// covers exactly the output's elements, contiguously.
+bool donatable(const Tensor& t, DType dtype) {
+  return t.storage() && t.storage().use_count() == 1 && t.dtype() == dtype && t.offset() == 0 &&
+         t.is_contiguous() && t.storage()->bytes() == size_t(t.numel()) * dtype_size(dtype);
+}
+
+}  // namespace
+
+DType FusedProgram::register_type(int32_t r) const {
+  const int32_t n = int32_t(input_types.size());
+  return r < n ? input_types[r] : steps[r - n].result_type;
+}
+
+std::string FusedProgram::describe() const {
+  std::string out;
+  const int32_t n = int32_t(input_types.size());
+  auto name = [&](int32_t r) {
+    return r < n ? "in" + std::to_string(r) : "r" + std::to_string(r - n);
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const FusedStep& s = steps[i];
+    if (i) out += "; ";
+    out += "r" + std::to_string(i) + "=";
+    switch (s.kind) {
+      case FusedStep::Kind::Unary:
+        out += unary_name(UnaryOp(s.op));
+        break;
+      case FusedStep::Kind::Binary:
+        out += binary_name(BinaryOp(s.op));
+        break;
+      case FusedStep::Kind::Select:
+        out += "select";
+        break;
+      case FusedStep::Kind::Cast:
+        out += std::string("convert[") + dtype_name(s.result_type) + "]";
+        break;
+    }
+    out += "(";
+    for (int k = 0; k < 3 && s.args[k] >= 0; ++k) out += (k ? "," : "") + name(s.args[k]);
+    out += ")";
+  }
+  out += " -> (";
+  for (size_t i = 0; i < outputs.size(); ++i) out += (i ? "," : "") + name(outputs[i]);
+  return out + ")";
+}
+
+std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
+                              const std::vector<Tensor>& inputs) {
+  const int32_t nin = int32_t(inputs.size()), nreg = p.num_registers();
+  std::vector<Tensor> outs;
+  std::vector<bool> donated(inputs.size(), false);
+  for (int32_t r : p.outputs) {
+    const DType dtype = p.register_type(r);
+    Tensor out;
+    for (int32_t i = 0; i < nin && !out.defined(); ++i)
+      if (!donated[i] && donatable(inputs[i], dtype)) {
+        donated[i] = true;
+        out = inputs[i];
+      }
+    outs.push_back(out.defined() ? out : Tensor::empty(shape, dtype));
+  }
+  const int64_t numel = shape_numel(shape);
+  if (numel == 0) return outs;
+
+  const Space s = make_space(shape, inputs);
+  const int64_t len = s.shape.back(), rows = numel / len;
+  const int64_t chunks = (len + kTile - 1) / kTile;
+  bool any_costly = false, stream = false;
+  for (const FusedStep& st : p.steps) any_costly = any_costly || costly(st);
+  for (const Tensor& o : outs) stream = stream || o.numel() * dtype_size(o.dtype()) >= kStreamBytes;
+  const int64_t grain =
+      any_costly ? 8192 / int64_t(p.steps.size()) : 32768 / int64_t(p.steps.size());
+
+  parallel_for(
+      rows * chunks, std::max<int64_t>(1, grain / std::min(len, kTile)), [&](int64_t b, int64_t e) {
+        // Registers: a tile-sized buffer each (8 bytes per element: the widest dtype), kept per
+        // thread across calls so a small call allocates nothing.
+        thread_local std::vector<char> buffers;
+        if (buffers.size() < size_t(nreg) * kTile * 8) buffers.resize(size_t(nreg) * kTile * 8);
+        auto buffer = [&](int32_t r) { return buffers.data() + size_t(r) * kTile * 8; };
+        std::vector<const char*> reg(nreg);
+        std::vector<int64_t> off(inputs.size() + 1);
+        for (int64_t u = b; u < e; ++u) {
+          const int64_t row = u / chunks, c0 = u % chunks * kTile, n = std::min(kTile, len - c0);
+          row_offsets(s, row, off);
+          for (int32_t i = 0; i < nin; ++i) {
+            const size_t size = dtype_size(inputs[i].dtype());
+            const int64_t step = s.strides[i + 1].back();
+            const char* src = static_cast<const char*>(inputs[i].raw_data()) +
+                              (off[i + 1] + c0 * step) * int64_t(size);
+            if (step == 1) {
+              reg[i] = src;
+            } else {
+              gather(src, step, n, size, buffer(i));
+              reg[i] = buffer(i);
+            }
+          }
+          for (size_t k = 0; k < p.steps.size(); ++k) {
+            char* dst = buffer(nin + int32_t(k));
+            run_step(p.steps[k], reg, dst, n);
+            reg[nin + k] = dst;
+          }
+          // Outputs last: a donated input's tile is fully read by now.
+          for (size_t o = 0; o < outs.size(); ++o) {
+            const size_t size = dtype_size(outs[o].dtype());
+            char* dst =
+                static_cast<char*>(outs[o].raw_mutable_data()) + (off[0] + c0) * int64_t(size);
+            if (stream)
+              stream_copy(dst, reg[p.outputs[o]], n * size);
+            else
+              std::memcpy(dst, reg[p.outputs[o]], n * size);
+          }
+        }
+#if defined(__AVX512F__)
+        if (stream) _mm_sfence();  // make the streamed stores visible before the threads join
+#endif
+      });
+  return outs;
+}
+
+}  // namespace lanes::kernels

@@ -1,0 +1,48 @@
+// Fused elementwise chains: a small program of unary/binary/select/cast steps run as one pass
+// over memory. The output space is cut into tiles of a few hundred elements; each tile of every
+// input is read once (in place when it is contiguous, gathered when strided or broadcast), every
+// step runs the ordinary row kernel on L1-resident buffers, and only the program's outputs are
+// written to memory - with non-temporal stores when they are larger than the cache. An unfused
+// chain of k ops reads and writes k intermediate arrays instead.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/elementwise.h"
+#include "lanes/tensor.h"
+
+namespace lanes::kernels {
+
+/// One step of a fused program. Registers 0 .. num_inputs-1 hold the program's inputs; step i
+/// writes register num_inputs + i. `args` name registers (unused ones are -1).
+struct FusedStep {
+  enum class Kind : uint8_t { Unary, Binary, Select, Cast };
+  Kind kind;
+  uint8_t op = 0;      // UnaryOp or BinaryOp
+  DType operand_type;  // the dtype of args[0] (of args[1] for select)
+  DType result_type;
+  std::array<int32_t, 3> args{-1, -1, -1};
+};
+
+struct FusedProgram {
+  std::vector<DType> input_types;
+  std::vector<FusedStep> steps;
+  std::vector<int32_t> outputs;  // registers written to the output tensors, in order
+
+  int32_t num_registers() const { return int32_t(input_types.size() + steps.size()); }
+  DType register_type(int32_t r) const;
+  /// "exp(a) ; mul(r1, b) ; ..." for graph printing.
+  std::string describe() const;
+};
+
+/// Runs the program over tensors of one shape `shape` (inputs may be any strided views of it,
+/// broadcasts included); returns fresh contiguous outputs. An input whose storage nothing else
+/// holds (use_count 1), contiguous and of an output's dtype, is overwritten in place as that
+/// output: each tile is read before it is written.
+std::vector<Tensor> run_fused(const FusedProgram& program, const Shape& shape,
+                              const std::vector<Tensor>& inputs);
+
+}  // namespace lanes::kernels

@@ -1,0 +1,165 @@
+// Elementwise fusion for compile: connected chains of unary/binary/select/cast nodes of one shape
+// become a single fused_elementwise node that runs them in one pass over memory, tile by tile
+// (src/kernels/fused.cpp). Broadcasts feeding a chain stay views, read with stride 0.
+//
+// Grouping walks the graph in order. A fusible node joins the open group of one of its inputs
+// (same shape), merging the open groups of its other inputs; a group closes as soon as any node
+// outside it reads one of its values. That one rule keeps the result acyclic and in order: the
+// fused node runs where its last member ran, every member's outside inputs come before that, and
+// every outside reader comes after the group closed.
+#include <algorithm>
+#include <optional>
+
+#include "kernels/fused.h"
+#include "lanes/compile.h"
+#include "primitives/elementwise.h"
+
+namespace lanes::detail {
+
+namespace {
+
+using kernels::FusedProgram;
+using kernels::FusedStep;
+
+class FusedElementwise : public Primitive {
+ public:
+  FusedElementwise(FusedProgram program, Shape shape)
+      : program_(std::move(program)), shape_(std::move(shape)) {}
+  std::string name() const override { return "fused_elementwise"; }
+  std::string params() const override { return program_.describe(); }
+
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override {
+    check(in.size() == program_.input_types.size(), "fused_elementwise: expects ",
+          program_.input_types.size(), " inputs, got ", in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      check(in[i] == TensorType{shape_, program_.input_types[i]}, "fused_elementwise: input ", i,
+            " has shape ", fmt(in[i].shape), " and dtype ", dtype_name(in[i].dtype), ", expected ",
+            fmt(shape_), " ", dtype_name(program_.input_types[i]));
+    std::vector<TensorType> out;
+    for (int32_t r : program_.outputs) out.push_back({shape_, program_.register_type(r)});
+    return out;
+  }
+
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override {
+    return kernels::run_fused(program_, shape_, in);
+  }
+
+ private:
+  FusedProgram program_;
+  Shape shape_;
+};
+
+// The step a node computes (its args filled in later), or nullopt when it is not elementwise.
+std::optional<FusedStep> as_step(const Graph& g, const Node& n) {
+  if (n.outputs.size() != 1) return std::nullopt;
+  const DType result = g.types[n.outputs[0]].dtype;
+  const DType first = n.inputs.empty() ? result : g.types[n.inputs[0]].dtype;
+  if (auto* u = dynamic_cast<const prim::Unary*>(n.prim.get()))
+    return FusedStep{FusedStep::Kind::Unary, uint8_t(u->kind()), first, result};
+  if (auto* b = dynamic_cast<const prim::Binary*>(n.prim.get()))
+    return FusedStep{FusedStep::Kind::Binary, uint8_t(b->kind()), first, result};
+  if (dynamic_cast<const prim::Select*>(n.prim.get()))
+    return FusedStep{FusedStep::Kind::Select, 0, g.types[n.inputs[1]].dtype, result};
+  if (dynamic_cast<const prim::Cast*>(n.prim.get()))
+    return FusedStep{FusedStep::Kind::Cast, 0, first, result};
+  return std::nullopt;
+}
+
+struct Group {
+  std::vector<size_t> members;  // node indices, in order
+  bool open = true;
+};
+
+// The fused node of a group: outside inputs become registers 0..k-1, members' outputs the steps.
+Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_of_node,
+          const std::vector<int64_t>& producer, const std::vector<bool>& read_outside, int64_t id) {
+  std::vector<int32_t> reg(g.types.size(), -1);
+  Node fused;
+  FusedProgram program;
+  auto inside = [&](ValueId v) { return producer[v] >= 0 && group_of_node[producer[v]] == id; };
+  for (size_t m : group.members)
+    for (ValueId v : g.nodes[m].inputs)
+      if (!inside(v) && reg[v] < 0) {
+        reg[v] = int32_t(fused.inputs.size());
+        fused.inputs.push_back(v);
+        program.input_types.push_back(g.types[v].dtype);
+      }
+  for (size_t m : group.members) {
+    const Node& n = g.nodes[m];
+    FusedStep step = *as_step(g, n);
+    for (size_t k = 0; k < n.inputs.size(); ++k) step.args[k] = reg[n.inputs[k]];
+    reg[n.outputs[0]] = int32_t(program.input_types.size() + program.steps.size());
+    program.steps.push_back(step);
+    if (read_outside[n.outputs[0]]) {
+      program.outputs.push_back(reg[n.outputs[0]]);
+      fused.outputs.push_back(n.outputs[0]);
+    }
+  }
+  const Shape& shape = g.types[g.nodes[group.members.back()].outputs[0]].shape;
+  fused.prim = std::make_shared<FusedElementwise>(std::move(program), shape);
+  return fused;
+}
+
+}  // namespace
+
+Graph fuse_elementwise(const Graph& g) {
+  const size_t num_nodes = g.nodes.size();
+  std::vector<int64_t> producer(g.types.size(), -1), group_of_node(num_nodes, -1);
+  std::vector<Group> groups;
+  auto group_of_value = [&](ValueId v) {
+    return producer[v] < 0 ? -1 : group_of_node[producer[v]];
+  };
+  for (size_t i = 0; i < num_nodes; ++i) {
+    const Node& n = g.nodes[i];
+    int64_t join = -1;
+    if (as_step(g, n)) {
+      const Shape& shape = g.types[n.outputs[0]].shape;
+      for (ValueId v : n.inputs) {
+        const int64_t id = group_of_value(v);
+        if (id < 0 || id == join || !groups[id].open || g.types[v].shape != shape) continue;
+        if (join < 0) {
+          join = id;
+          continue;
+        }
+        // A second open group feeds this node: merge it in. Neither has an outside reader yet,
+        // so the merged group runs at its last member like any other.
+        for (size_t m : groups[id].members) group_of_node[m] = join;
+        auto& members = groups[join].members;
+        members.insert(members.end(), groups[id].members.begin(), groups[id].members.end());
+        std::sort(members.begin(), members.end());
+        groups[id].members.clear();
+        groups[id].open = false;
+      }
+      if (join < 0) {
+        join = int64_t(groups.size());
+        groups.emplace_back();
+      }
+      groups[join].members.push_back(i);
+    }
+    for (ValueId v : n.inputs)  // read from outside: that group can take no more members
+      if (const int64_t id = group_of_value(v); id >= 0 && id != join) groups[id].open = false;
+    group_of_node[i] = join;
+    for (ValueId v : n.outputs) producer[v] = int64_t(i);
+  }
+
+  // Values a group must write out: read by a node of another group or unfused, or an output.
+  std::vector<bool> read_outside(g.types.size(), false);
+  for (ValueId v : g.outputs) read_outside[v] = true;
+  for (size_t i = 0; i < num_nodes; ++i)
+    for (ValueId v : g.nodes[i].inputs)
+      if (group_of_value(v) >= 0 && group_of_value(v) != group_of_node[i]) read_outside[v] = true;
+
+  Graph out = g;
+  out.nodes.clear();
+  for (size_t i = 0; i < num_nodes; ++i) {
+    const int64_t id = group_of_node[i];
+    if (id < 0 || groups[id].members.size() == 1) {
+      out.nodes.push_back(g.nodes[i]);
+    } else if (groups[id].members.back() == i) {
+      out.nodes.push_back(fuse(g, groups[id], group_of_node, producer, read_outside, id));
+    }
+  }
+  return out;
+}
+
+}  // namespace lanes::detail

@@ -1,0 +1,172 @@
+// Elementwise fusion (compile's last pass): fused chains against float64 loops written here, over
+// layouts, dtypes, thread counts, multiple outputs, in-place reuse and graphs where fusing
+// carelessly would reorder work.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "lanes/lanes.h"
+
+using namespace lanes;
+
+namespace {
+Tensor randn(const Shape& shape, uint64_t seed, DType dtype = kFloat32) {
+  return cast(random::normal(random::key(seed), shape), dtype);
+}
+
+int count(const Graph& g, const std::string& name) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.prim->name() == name;
+  return n;
+}
+
+// The graph compile runs for f on args.
+template <class F, class... Args>
+Graph compiled_graph(F f, const Args&... args) {
+  return detail::fuse_elementwise(detail::optimize(make_graph(f)(args...)));
+}
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "at " << i;
+}
+
+// tanh(x * y + 1) * exp(-x), the chain most tests run.
+Tensor chain(const Tensor& x, const Tensor& y) { return tanh(x * y + 1.0) * exp(-x); }
+double chain_ref(double x, double y) { return std::tanh(x * y + 1.0) * std::exp(-x); }
+}  // namespace
+
+TEST(Fusion, ChainBecomesOneNodeAndMatchesFloat64) {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = randn({37, 129}, 1, dtype), y = randn({37, 129}, 2, dtype);
+    const Graph g = compiled_graph(chain, x, y);
+    EXPECT_EQ(count(g, "fused_elementwise"), 1) << g;
+    EXPECT_EQ(count(g, "tanh") + count(g, "exp") + count(g, "mul"), 0) << g;
+    const auto xs = x.to_vector<double>(), ys = y.to_vector<double>();
+    std::vector<double> want(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) want[i] = chain_ref(xs[i], ys[i]);
+    expect_near(compile(chain)(x, y).to_vector<double>(), want, dtype == kFloat32 ? 1e-6 : 1e-14);
+  }
+}
+
+TEST(Fusion, StridedTransposedAndBroadcastInputs) {
+  const Tensor base = randn({64, 48}, 3);
+  const Tensor xt = transpose(base, {1, 0});                               // (48, 64), transposed
+  const Tensor y = slice(randn({48, 128}, 4), {0, 0}, {48, 128}, {1, 2});  // stride 2
+  const Tensor row = randn({64}, 5);  // broadcast along rows inside f
+  auto f = [](const Tensor& a, const Tensor& b, const Tensor& r) { return chain(a, b) + r; };
+  const Tensor got = compile(f)(xt, y, row);
+  const auto xs = xt.to_vector<double>(), ys = y.to_vector<double>(), rs = row.to_vector<double>();
+  std::vector<double> want(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) want[i] = chain_ref(xs[i], ys[i]) + rs[i % 64];
+  expect_near(got.to_vector<double>(), want, 1e-6);
+}
+
+TEST(Fusion, IntermediatesReadElsewhereAreOutputs) {
+  // a is read by the sum (outside the chain) and returned; b only inside the chain.
+  auto f = [](const Tensor& x) {
+    const Tensor a = exp(x) * 0.5;
+    const Tensor b = a + 1.0;
+    return std::make_tuple(a, sqrt(b) * a, sum(a));
+  };
+  const Tensor x = randn({1000}, 6);
+  const auto [a, c, s] = compile(f)(x);
+  const auto xs = x.to_vector<double>();
+  std::vector<double> wa(xs.size()), wc(xs.size());
+  double ws = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    wa[i] = std::exp(xs[i]) * 0.5;
+    wc[i] = std::sqrt(wa[i] + 1.0) * wa[i];
+    ws += wa[i];
+  }
+  expect_near(a.to_vector<double>(), wa, 1e-6);
+  expect_near(c.to_vector<double>(), wc, 1e-6);
+  EXPECT_NEAR(s.item<double>(), ws, 1e-4 * std::abs(ws));
+}
+
+TEST(Fusion, ReductionBetweenChainsKeepsOrder) {
+  // exp(x) feeds a reduction whose result feeds the next elementwise op: one group may not
+  // swallow both sides of the sum (that would need the sum before it was computed).
+  auto f = [](const Tensor& x) {
+    const Tensor e = exp(x - 1.0);
+    return e / sum(e, {1}, true) * 2.0;
+  };
+  const Tensor x = randn({8, 300}, 7);
+  const auto xs = x.to_vector<double>();
+  std::vector<double> want(xs.size());
+  for (int r = 0; r < 8; ++r) {
+    double total = 0;
+    for (int c = 0; c < 300; ++c) total += std::exp(xs[r * 300 + c] - 1.0);
+    for (int c = 0; c < 300; ++c) want[r * 300 + c] = std::exp(xs[r * 300 + c] - 1.0) / total * 2;
+  }
+  expect_near(compile(f)(x).to_vector<double>(), want, 1e-6);
+}
+
+TEST(Fusion, MixedDtypesCastsAndSelect) {
+  // The seed's uint8 image sqrt, and relu's derivative-style select on a comparison.
+  std::vector<uint8_t> pixels(3 * 64 * 64);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = uint8_t((i * 37) % 255);
+  const Tensor img = tensor(pixels, {64, 64, 3});
+  auto root = [](const Tensor& x) { return cast(sqrt(cast(x, kFloat32)), kUInt8); };
+  EXPECT_EQ(count(compiled_graph(root, img), "fused_elementwise"), 1);
+  const auto got = compile(root)(img).to_vector<int64_t>();
+  for (size_t i = 0; i < pixels.size(); ++i)
+    ASSERT_EQ(got[i], int64_t(std::sqrt(float(pixels[i])))) << i;
+
+  auto relu_grad = [](const Tensor& x, const Tensor& g) {
+    return where(x > 0.0, g * 3.0, zeros_like(g)) + cast(x < -1.0, kFloat32);
+  };
+  const Tensor x = randn({5000}, 8), g = randn({5000}, 9);
+  const auto xs = x.to_vector<double>(), gs = g.to_vector<double>();
+  std::vector<double> want(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i)
+    want[i] = (xs[i] > 0 ? gs[i] * 3 : 0.0) + (xs[i] < -1 ? 1.0 : 0.0);
+  expect_near(compile(relu_grad)(x, g).to_vector<double>(), want, 1e-6);
+}
+
+TEST(Fusion, LargeOutputsStreamAndThreadCountDoesNotMatter) {
+  // 3M + 7 float32: over the non-temporal store threshold, with a ragged tail.
+  const Tensor x = randn({3 * 1024 * 1024 + 7}, 10), y = randn({3 * 1024 * 1024 + 7}, 11);
+  const int threads = num_threads();
+  set_num_threads(1);
+  const auto one = compile(chain)(x, y).to_vector<float>();
+  set_num_threads(2);
+  const auto two = compile(chain)(x, y).to_vector<float>();
+  set_num_threads(threads);
+  ASSERT_EQ(one, two);
+  const auto xs = x.to_vector<double>(), ys = y.to_vector<double>();
+  for (size_t i = 0; i < xs.size(); i += 997) ASSERT_NEAR(two[i], chain_ref(xs[i], ys[i]), 1e-5);
+  ASSERT_NEAR(two.back(), chain_ref(xs.back(), ys.back()), 1e-5);
+}
+
+TEST(Fusion, ReusesDeadInputBuffersInPlace) {
+  // The matmul's result dies in the chain: the fused node writes its output there, so the call
+  // holds one (n, n) buffer at a time besides the inputs and the result.
+  const int64_t n = 1024;  // 4 MiB per buffer
+  const Tensor a = randn({n, n}, 12), b = randn({n, n}, 13);
+  auto f = [](const Tensor& p, const Tensor& q) { return tanh(matmul(p, q) * 0.1) + 1.0; };
+  auto fast = compile(f);
+  const Tensor warm = fast(a, b);
+  reset_peak_memory();
+  const size_t before = memory_stats().live_bytes;
+  const Tensor got = fast(a, b);
+  const size_t used = memory_stats().peak_bytes - before;
+  EXPECT_LE(used, size_t(n * n * 4)) << "peak above one buffer: the chain did not reuse the input";
+  const Tensor want = matmul(a, b);  // the reference: float64 formula on the GEMM's result
+  const auto w = want.to_vector<double>(), g = got.to_vector<double>();
+  for (size_t i = 0; i < w.size(); i += 101) ASSERT_NEAR(g[i], std::tanh(w[i] * 0.1) + 1.0, 1e-5);
+  // The user's inputs are never overwritten.
+  expect_near(a.to_vector<double>(), randn({n, n}, 12).to_vector<double>(), 0);
+}
+
+TEST(Fusion, VmapGradOfMlpMatchesUncompiled) {
+  const Tensor w1 = randn({16, 32}, 14), w2 = randn({32, 4}, 15);
+  auto loss = [&](const Tensor& x) { return sum(square(tanh(matmul(tanh(matmul(x, w1)), w2)))); };
+  const Tensor xs = randn({64, 16}, 16);
+  auto per_example = vmap(grad(loss));
+  const Graph g = compiled_graph(per_example, xs);
+  EXPECT_GE(count(g, "fused_elementwise"), 1) << g;
+  const auto want = per_example(xs).to_vector<double>();
+  expect_near(compile(per_example)(xs).to_vector<double>(), want, 1e-5);
+}
