@@ -1,17 +1,360 @@
-// Graph passes for compile: simplification of the view ops batching and autodiff leave behind,
-// common subexpression elimination, dead code elimination, then elementwise fusion.
+// Graph passes for compile: constant folding, simplification of the view ops, casts and
+// arithmetic that batching and autodiff leave behind, common subexpression elimination and dead
+// code elimination.
+//
+// One forward sweep rebuilds the graph node by node. Each node, with its inputs already mapped to
+// the new graph, is first looked up (CSE), then folded when all its inputs are constants, then
+// offered to the algebraic rewrites, and only then emitted. A rewrite either names an existing
+// value or a replacement node, which goes through the same steps, so chains collapse in one
+// sweep. Dead code elimination runs before (nothing is folded for nothing) and after (the nodes
+// the rewrites bypassed).
 #include <map>
-#include <numeric>
+#include <optional>
+#include <set>
 
 #include "lanes/compile.h"
+#include "primitives/dot_general.h"
+#include "primitives/elementwise.h"
+#include "primitives/reduce.h"
 #include "primitives/shape.h"
 
 namespace lanes::detail {
 
 namespace {
 
+// Folded outputs larger than this stay nodes unless they are no larger than their inputs: a
+// broadcast of a scalar to 100 MB is better computed (or fused) at run time than kept in memory.
+constexpr size_t kMaxFoldedBytes = size_t{1} << 20;
+
+size_t nbytes(const Tensor& t) { return static_cast<size_t>(t.numel()) * dtype_size(t.dtype()); }
+
+// Whether keeping `out` as a constant costs little memory: it is a view of an input (reshape,
+// transpose, broadcast, slice of a constant cost nothing), small, or no larger than the inputs.
+bool cheap_to_keep(const Tensor& out, const std::vector<Tensor>& inputs) {
+  size_t input_bytes = 0;
+  std::set<const Storage*> seen;
+  for (const Tensor& x : inputs) {
+    if (x.storage() == out.storage()) return true;
+    if (seen.insert(x.storage().get()).second) input_bytes += x.storage()->bytes();
+  }
+  const size_t bytes = nbytes(out);
+  return bytes <= kMaxFoldedBytes || bytes <= input_bytes;
+}
+
+// Small constants are told apart by value, others by the memory they view: the key under which
+// equal constants (the 1.0 of two `x * 1.0`, the same captured weight twice) become one value.
+std::string constant_key(const Tensor& t) {
+  std::string key = dtype_name(t.dtype()) + shape_str(t.shape());
+  if (t.numel() <= 64) {
+    const Tensor c = t.contiguous();
+    return key + std::string(static_cast<const char*>(c.raw_data()), nbytes(c));
+  }
+  key += shape_str(t.strides()) + '@' + std::to_string(t.offset()) + '@';
+  return key + std::to_string(reinterpret_cast<uintptr_t>(t.storage().get()));
+}
+
+// ---- algebraic rewrites -------------------------------------------------------------------------
+// Each rewrite looks at one single-output node, prim(ins) of type `out`, in the graph being built
+// and returns an existing value equal to it, or a replacement node, or nothing. The caller checks
+// that a replacement infers exactly `out`, so the graph's types never change.
+
+// What the rewrites may ask of the graph being built.
+class GraphView {
+ public:
+  virtual const TensorType& type(ValueId v) const = 0;
+  /// The node that computes v, or nullptr for inputs and constants.
+  virtual const Node* producer(ValueId v) const = 0;
+  /// The tensor of a constant, or nullptr.
+  virtual const Tensor* constant_value(ValueId v) const = 0;
+
+ protected:
+  ~GraphView() = default;
+};
+
+struct Rewrite {
+  ValueId value = -1;  // an existing value equal to the node's output, or -1 and:
+  PrimitivePtr prim;   // a node computing it
+  std::vector<ValueId> inputs;
+};
+
+using Ins = std::vector<ValueId>;
+
+std::optional<Rewrite> same_as(ValueId v) { return Rewrite{v, nullptr, {}}; }
+
+std::optional<Rewrite> replace_by(PrimitivePtr prim, Ins ins) {
+  return Rewrite{-1, std::move(prim), std::move(ins)};
+}
+
+using Perm = std::vector<int64_t>;
+
+template <class P>
+const P* as(const Primitive& p) {
+  return dynamic_cast<const P*>(&p);
+}
+
+// The primitive of v's producer if it is a P (then *node is that producer), else nullptr.
+template <class P>
+const P* produced_by(const GraphView& g, ValueId v, const Node** node) {
+  *node = g.producer(v);
+  return *node ? as<P>(*(*node)->prim) : nullptr;
+}
+
+bool is_identity(const Perm& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+Perm inverse(const Perm& perm) {
+  Perm inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// reshape, broadcast_in_dim and convert_element_type to their input's own type, transpose by the
+// identity and reductions over no axes return their input unchanged. (A broadcast_in_dim to its
+// input's shape has dims 0..n-1: they are increasing and as many as the output's.)
+std::optional<Rewrite> drop_identity(const GraphView& g, const Primitive& p, const Ins& ins,
+                                     const TensorType& out) {
+  if (ins.size() != 1 || g.type(ins[0]) != out) return {};
+  const auto* t = as<prim::Transpose>(p);
+  const auto* r = as<prim::Reduce>(p);
+  const bool same = as<prim::Reshape>(p) || as<prim::BroadcastInDim>(p) || as<prim::Cast>(p) ||
+                    (t && is_identity(t->perm())) || (r && r->axes().empty());
+  if (!same) return {};
+  return same_as(ins[0]);
+}
+
+// transpose(transpose(x, p), q) = transpose(x, r) with r[i] = p[q[i]]: output dim i is the
+// middle's dim q[i], which is x's dim p[q[i]]. (An identity r then disappears.)
+std::optional<Rewrite> compose_transposes(const GraphView& g, const Primitive& p, const Ins& ins,
+                                          const TensorType&) {
+  const Node* n;
+  const auto* outer = as<prim::Transpose>(p);
+  const auto* inner = outer ? produced_by<prim::Transpose>(g, ins[0], &n) : nullptr;
+  if (!inner) return {};
+  Perm r;
+  for (int64_t q : outer->perm()) r.push_back(inner->perm()[q]);
+  return replace_by(std::make_shared<prim::Transpose>(r), {n->inputs[0]});
+}
+
+// broadcast_in_dim(broadcast_in_dim(x, s1, d1), s2, d2) = broadcast_in_dim(x, s2, d) with
+// d[i] = d2[d1[i]]: x's dim i lands in the middle's dim d1[i], which lands in d2[d1[i]]. d is
+// increasing as d1 and d2 are, and a dim of x either keeps its size or is 1 and stretches.
+std::optional<Rewrite> compose_broadcasts(const GraphView& g, const Primitive& p, const Ins& ins,
+                                          const TensorType&) {
+  const Node* n;
+  const auto* outer = as<prim::BroadcastInDim>(p);
+  const auto* inner = outer ? produced_by<prim::BroadcastInDim>(g, ins[0], &n) : nullptr;
+  if (!inner) return {};
+  Perm d;
+  for (int64_t d1 : inner->dims()) d.push_back(outer->dims()[d1]);
+  return replace_by(std::make_shared<prim::BroadcastInDim>(outer->shape(), d), {n->inputs[0]});
+}
+
+// The sizes of the dims that are not 1, in order.
+Shape non_unit(const Shape& shape) {
+  Shape sizes;
+  for (int64_t s : shape)
+    if (s != 1) sizes.push_back(s);
+  return sizes;
+}
+
+// broadcast_in_dim(reshape(x), s, d) = broadcast_in_dim(x, s, d') when the reshape only inserts
+// or removes size-1 dims (x's other dims are the reshape's, in order). Those dims keep their
+// targets in d; each size-1 dim of x takes the next output dim (size 1 broadcasts to any size),
+// so d' stays increasing; it cannot when too many size-1 dims come before a target. Autodiff
+// leaves this behind around reductions with keepdims.
+std::optional<Rewrite> broadcast_of_reshape(const GraphView& g, const Primitive& p, const Ins& ins,
+                                            const TensorType& out) {
+  const Node* n;
+  const auto* b = as<prim::BroadcastInDim>(p);
+  const auto* r = b ? produced_by<prim::Reshape>(g, ins[0], &n) : nullptr;
+  if (!r) return {};
+  const Shape& x = g.type(n->inputs[0]).shape;
+  if (non_unit(x) != non_unit(r->shape())) return {};
+  Perm targets, d;
+  for (size_t i = 0; i < r->shape().size(); ++i)
+    if (r->shape()[i] != 1) targets.push_back(b->dims()[i]);
+  size_t next = 0;
+  for (int64_t size : x) {
+    const int64_t free = d.empty() ? 0 : d.back() + 1;
+    const int64_t limit = next < targets.size() ? targets[next] : int64_t(out.shape.size());
+    if (size != 1)
+      d.push_back(targets[next++]);
+    else if (free < limit)
+      d.push_back(free);
+    else
+      return {};
+  }
+  return replace_by(std::make_shared<prim::BroadcastInDim>(out.shape, d), {n->inputs[0]});
+}
+
+// transpose(broadcast_in_dim(x, s, d), q) = broadcast_in_dim(x, s', d') with s'[i] = s[q[i]] and
+// d'[j] = inverse(q)[d[j]]: x's dim j lands in the middle's dim d[j], which the transpose moves
+// to inverse(q)[d[j]]. Only when d' is increasing, i.e. the transpose keeps x's dims in order
+// and just moves the new ones; otherwise x itself would need a transpose and no node is saved.
+std::optional<Rewrite> transpose_of_broadcast(const GraphView& g, const Primitive& p,
+                                              const Ins& ins, const TensorType& out) {
+  const Node* n;
+  const auto* t = as<prim::Transpose>(p);
+  const auto* b = t ? produced_by<prim::BroadcastInDim>(g, ins[0], &n) : nullptr;
+  if (!b) return {};
+  const Perm inv = inverse(t->perm());
+  Perm d;
+  for (int64_t dim : b->dims()) {
+    if (!d.empty() && inv[dim] <= d.back()) return {};
+    d.push_back(inv[dim]);
+  }
+  return replace_by(std::make_shared<prim::BroadcastInDim>(out.shape, d), {n->inputs[0]});
+}
+
+// transpose(dot_general(a, b), q) = dot_general(b, a) when q swaps the lhs-free and rhs-free
+// blocks of the output (batch dims, a's free dims, b's free dims) and keeps each block's order:
+// swapping the operands (and their dimension numbers) gives exactly that order. Autodiff's rule
+// for dot_general leaves this pattern behind (the gradient of a weight, per example under vmap).
+std::optional<Rewrite> transpose_of_dot(const GraphView& g, const Primitive& p, const Ins& ins,
+                                        const TensorType&) {
+  const Node* n;
+  const auto* t = as<prim::Transpose>(p);
+  const auto* dot = t ? produced_by<prim::DotGeneral>(g, ins[0], &n) : nullptr;
+  if (!dot) return {};
+  const DotDims& d = dot->dims();
+  const int64_t batch = static_cast<int64_t>(d.lhs_batch.size());
+  const int64_t lhs_free = static_cast<int64_t>(g.type(n->inputs[0]).shape.size()) - batch -
+                           static_cast<int64_t>(d.lhs_contracting.size());
+  const int64_t rank = static_cast<int64_t>(t->perm().size());
+  Perm swapped;
+  for (int64_t i = 0; i < batch; ++i) swapped.push_back(i);
+  for (int64_t i = batch + lhs_free; i < rank; ++i) swapped.push_back(i);
+  for (int64_t i = batch; i < batch + lhs_free; ++i) swapped.push_back(i);
+  if (t->perm() != swapped) return {};
+  const DotDims flipped{d.rhs_contracting, d.lhs_contracting, d.rhs_batch, d.lhs_batch};
+  return replace_by(std::make_shared<prim::DotGeneral>(flipped), {n->inputs[1], n->inputs[0]});
+}
+
+// Whether node n re-describes its input without changing the row-major order of the elements:
+// a reshape, a transpose that moves only size-1 dims, or a broadcast_in_dim that stretches
+// nothing (it only inserts size-1 dims).
+bool keeps_element_order(const GraphView& g, const Node& n) {
+  const Primitive& p = *n.prim;
+  const TensorType& in = g.type(n.inputs[0]);
+  if (as<prim::Reshape>(p)) return true;
+  if (as<prim::BroadcastInDim>(p))
+    return shape_numel(in.shape) == shape_numel(g.type(n.outputs[0]).shape);
+  const auto* t = as<prim::Transpose>(p);
+  if (!t) return false;
+  int64_t last = -1;
+  for (int64_t dim : t->perm()) {
+    if (in.shape[dim] == 1) continue;
+    if (dim < last) return false;
+    last = dim;
+  }
+  return true;
+}
+
+// reshape(y) = reshape(x) when y re-describes x in the same element order (above): a reshape
+// only reads the elements in that order. (A reshape back to x's shape then disappears.)
+std::optional<Rewrite> reshape_of_view(const GraphView& g, const Primitive& p, const Ins& ins,
+                                       const TensorType&) {
+  const auto* r = as<prim::Reshape>(p);
+  const Node* n = r ? g.producer(ins[0]) : nullptr;
+  if (!n || n->inputs.size() != 1 || !keeps_element_order(g, *n)) return {};
+  return replace_by(std::make_shared<prim::Reshape>(r->shape()), {n->inputs[0]});
+}
+
+// Whether every value of dtype `from` is exactly representable in dtype `to`.
+bool lossless(DType from, DType to) {
+  using enum DType;
+  switch (from) {
+    case Bool:
+      return true;  // 0 and 1
+    case UInt8:
+      return to != Bool;
+    case Int32:
+      return to == Int32 || to == Int64 || to == Float64;
+    case Float32:
+      return to == Float32 || to == Float64;
+    case Int64:
+    case Float64:
+      return to == from;
+  }
+  return false;
+}
+
+// cast(cast(x, a), b) = cast(x, b) when x -> a is lossless: the middle holds x's exact values,
+// and a conversion depends only on the value it converts. When b is x's dtype (f32 -> f64 ->
+// f32) the remaining cast is an identity and disappears.
+std::optional<Rewrite> compose_casts(const GraphView& g, const Primitive& p, const Ins& ins,
+                                     const TensorType& out) {
+  const Node* n;
+  const auto* outer = as<prim::Cast>(p);
+  const auto* inner = outer ? produced_by<prim::Cast>(g, ins[0], &n) : nullptr;
+  if (!inner || !lossless(g.type(n->inputs[0]).dtype, inner->dtype())) return {};
+  return replace_by(std::make_shared<prim::Cast>(out.dtype), {n->inputs[0]});
+}
+
+// neg(neg(x)) = x, exactly (also for integers, where negation wraps).
+std::optional<Rewrite> double_negation(const GraphView& g, const Primitive& p, const Ins& ins,
+                                       const TensorType&) {
+  const Node* n;
+  const auto* outer = as<prim::Unary>(p);
+  if (!outer || outer->kind() != prim::Unary::Kind::Neg) return {};
+  const auto* inner = produced_by<prim::Unary>(g, ins[0], &n);
+  if (!inner || inner->kind() != prim::Unary::Kind::Neg) return {};
+  return same_as(n->inputs[0]);
+}
+
+// The value of every element of v when v is a constant whose elements are all equal. Elements are
+// read only for a broadcast of one element (all strides 0) or a small constant.
+std::optional<double> splat(const GraphView& g, ValueId v) {
+  const Tensor* t = g.constant_value(v);
+  if (!t || t->numel() == 0) return {};
+  bool broadcast = true;
+  for (int64_t s : t->strides()) broadcast = broadcast && s == 0;
+  if (broadcast) return t->view({}, {}, t->offset()).to_vector<double>()[0];
+  if (t->numel() > 4096) return {};
+  const std::vector<double> values = t->to_vector<double>();
+  for (double x : values)
+    if (x != values[0]) return {};
+  return values[0];
+}
+
+// x * 1, 1 * x, x / 1, x - 0, x + 0 and 0 + x are x (binary ops take operands of one type, so
+// the output's type is x's). Exact except that x + 0 (and x - -0.0) turn -0.0 into +0.0, which
+// compares equal (XLA makes the same rewrite).
+std::optional<Rewrite> arithmetic_identity(const GraphView& g, const Primitive& p, const Ins& ins,
+                                           const TensorType& out) {
+  using K = prim::Binary::Kind;
+  const auto* b = as<prim::Binary>(p);
+  if (!b || ins.size() != 2) return {};
+  const K k = b->kind();
+  const double unit = k == K::Mul || k == K::Div ? 1.0 : 0.0;
+  const bool commutes = k == K::Mul || k == K::Add;
+  if (k != K::Mul && k != K::Div && k != K::Add && k != K::Sub) return {};
+  if (g.type(ins[0]) == out && splat(g, ins[1]) == unit) return same_as(ins[0]);
+  if (commutes && g.type(ins[1]) == out && splat(g, ins[0]) == unit) return same_as(ins[1]);
+  return {};
+}
+
+// The first rewrite that applies.
+std::optional<Rewrite> simplify(const GraphView& g, const Primitive& p, const Ins& ins,
+                                const TensorType& out) {
+  using Rule =
+      std::optional<Rewrite> (*)(const GraphView&, const Primitive&, const Ins&, const TensorType&);
+  static constexpr Rule kRules[] = {
+      drop_identity,          compose_transposes, compose_broadcasts, broadcast_of_reshape,
+      transpose_of_broadcast, transpose_of_dot,   reshape_of_view,    compose_casts,
+      double_negation,        arithmetic_identity};
+  for (Rule rule : kRules)
+    if (auto r = rule(g, p, ins, out)) return r;
+  return {};
+}
+
+// ---- the sweep ---------------------------------------------------------------------------------
+
 // Builds a new graph node by node; values of the old graph map to values of the new one.
-class Rewriter {
+class Rewriter final : public GraphView {
  public:
   explicit Rewriter(const Graph& old) : old_(old), map_(old.types.size(), -1) {
     for (const auto& [v, t] : old.constants) map_[v] = constant(t);
@@ -24,76 +367,95 @@ class Rewriter {
 
   Graph run() {
     for (const Node& n : old_.nodes) {
-      std::vector<ValueId> ins;
+      std::vector<ValueId> ins, outs;
+      std::vector<TensorType> types;
       for (ValueId v : n.inputs) ins.push_back(map_[v]);
-      if (n.outputs.size() == 1) {
-        if (const ValueId same = simplify(n, ins); same >= 0) {
-          map_[n.outputs[0]] = same;
-          continue;
-        }
-      }
-      const std::string key = cse_key(n, ins);
-      if (auto it = seen_.find(key); it != seen_.end()) {
-        for (size_t k = 0; k < n.outputs.size(); ++k) map_[n.outputs[k]] = it->second[k];
-        continue;
-      }
-      std::vector<ValueId> outs = emit(n.prim, ins, n.outputs);
-      seen_.emplace(key, outs);
+      for (ValueId v : n.outputs) types.push_back(old_.types[v]);
+      outs = add(n.prim, ins, types);
       for (size_t k = 0; k < outs.size(); ++k) map_[n.outputs[k]] = outs[k];
     }
     for (ValueId v : old_.outputs) out_.outputs.push_back(map_[v]);
     return std::move(out_);
   }
 
- private:
-  ValueId constant(const Tensor& t) {
-    const ValueId v = out_.add_value({t.shape(), t.dtype()});
-    out_.constants.emplace_back(v, t);
-    return v;
-  }
+  const TensorType& type(ValueId v) const override { return out_.types[v]; }
 
-  std::vector<ValueId> emit(const PrimitivePtr& prim, const std::vector<ValueId>& ins,
-                            const std::vector<ValueId>& old_outs) {
-    Node node{prim, ins, {}};
-    for (ValueId v : old_outs) node.outputs.push_back(out_.add_value(old_.types[v]));
-    producer_[node.outputs[0]] = out_.nodes.size();
-    out_.nodes.push_back(node);
-    return node.outputs;
-  }
-
-  // The node of the new graph that produced v, or nullptr for inputs and constants.
-  const Node* producer(ValueId v) const {
+  const Node* producer(ValueId v) const override {
     auto it = producer_.find(v);
     return it == producer_.end() ? nullptr : &out_.nodes[it->second];
   }
 
-  // A value equal to n's output without a new node, or -1. Rewrites transpose-of-transpose and
-  // reshape-of-reshape into one node.
-  ValueId simplify(const Node& n, std::vector<ValueId>& ins) {
-    const TensorType& out_type = old_.types[n.outputs[0]];
-    if (ins.size() == 1 && out_.types[ins[0]] == out_type) {
-      const std::string name = n.prim->name();
-      // Same type in and out: these are identities.
-      if (name == "reshape" || name == "transpose" || name == "broadcast_in_dim" ||
-          name == "convert_element_type" || name == "cast") {
-        if (name != "transpose") return ins[0];
-        const auto& perm = static_cast<const prim::Transpose&>(*n.prim).perm();
-        std::vector<int64_t> identity(perm.size());
-        std::iota(identity.begin(), identity.end(), 0);
-        if (perm == identity) return ins[0];
-      }
-    }
-    const Node* p = ins.size() == 1 ? producer(ins[0]) : nullptr;
-    if (!p) return -1;
-    if (n.prim->name() == "reshape" && p->prim->name() == "reshape") {
-      ins = {p->inputs[0]};  // reshape(reshape(x)) = reshape(x)
-      if (out_.types[ins[0]] == out_type) return ins[0];
-    }
-    return -1;
+  const Tensor* constant_value(ValueId v) const override {
+    auto it = constant_index_.find(v);
+    return it == constant_index_.end() ? nullptr : &out_.constants[it->second].second;
   }
 
-  std::string cse_key(const Node& n, const std::vector<ValueId>& ins) const {
-    std::string key = describe(*n.prim);
+ private:
+  // The values computing prim(ins), whose types are `types`: found, folded, rewritten or new.
+  std::vector<ValueId> add(const PrimitivePtr& prim, const std::vector<ValueId>& ins,
+                           const std::vector<TensorType>& types) {
+    const std::string key = cse_key(*prim, ins);
+    if (auto it = seen_.find(key); it != seen_.end()) return it->second;
+    std::vector<ValueId> outs = fold(*prim, ins, types);
+    if (outs.empty() && types.size() == 1) outs = rewrite(*prim, ins, types);
+    if (outs.empty()) outs = emit(prim, ins, types);
+    seen_.emplace(key, outs);
+    return outs;
+  }
+
+  // Evaluates a node whose inputs are all constants now, once, instead of at every call.
+  std::vector<ValueId> fold(const Primitive& prim, const std::vector<ValueId>& ins,
+                            const std::vector<TensorType>& types) {
+    std::vector<Tensor> args;
+    for (ValueId v : ins) {
+      const Tensor* t = constant_value(v);
+      if (!t) return {};
+      args.push_back(*t);
+    }
+    const std::vector<Tensor> results = prim.eval(args);
+    if (results.size() != types.size()) return {};
+    for (size_t k = 0; k < results.size(); ++k) {
+      const Tensor& r = results[k];
+      if (TensorType{r.shape(), r.dtype()} != types[k] || !cheap_to_keep(r, args)) return {};
+    }
+    std::vector<ValueId> outs;
+    for (const Tensor& r : results) outs.push_back(constant(r));
+    return outs;
+  }
+
+  // The algebraic rewrites; a replacement node must have exactly the type it replaces.
+  std::vector<ValueId> rewrite(const Primitive& prim, const std::vector<ValueId>& ins,
+                               const std::vector<TensorType>& types) {
+    const std::optional<Rewrite> r = simplify(*this, prim, ins, types[0]);
+    if (!r) return {};
+    if (r->value >= 0) return {r->value};
+    std::vector<TensorType> in_types;
+    for (ValueId v : r->inputs) in_types.push_back(type(v));
+    if (r->prim->infer(in_types) != types) return {};
+    return add(r->prim, r->inputs, types);
+  }
+
+  ValueId constant(const Tensor& t) {
+    auto [it, inserted] = constant_ids_.try_emplace(constant_key(t), 0);
+    if (!inserted) return it->second;
+    it->second = out_.add_value({t.shape(), t.dtype()});
+    constant_index_[it->second] = out_.constants.size();
+    out_.constants.emplace_back(it->second, t);
+    return it->second;
+  }
+
+  std::vector<ValueId> emit(const PrimitivePtr& prim, const std::vector<ValueId>& ins,
+                            const std::vector<TensorType>& types) {
+    Node node{prim, ins, {}};
+    for (const TensorType& t : types) node.outputs.push_back(out_.add_value(t));
+    for (ValueId v : node.outputs) producer_[v] = out_.nodes.size();
+    out_.nodes.push_back(node);
+    return node.outputs;
+  }
+
+  // Two nodes with equal keys compute the same values (primitives are pure).
+  static std::string cse_key(const Primitive& prim, const std::vector<ValueId>& ins) {
+    std::string key = describe(prim);
     for (ValueId v : ins) key += ' ' + std::to_string(v);
     return key;
   }
@@ -101,7 +463,8 @@ class Rewriter {
   const Graph& old_;
   Graph out_;
   std::vector<ValueId> map_;
-  std::map<ValueId, size_t> producer_;
+  std::map<ValueId, size_t> producer_, constant_index_;
+  std::map<std::string, ValueId> constant_ids_;
   std::map<std::string, std::vector<ValueId>> seen_;
 };
 
@@ -124,6 +487,8 @@ Graph eliminate_dead_code(Graph g) {
 
 }  // namespace
 
-Graph optimize(const Graph& g) { return eliminate_dead_code(Rewriter(g).run()); }
+Graph optimize(const Graph& g) {
+  return eliminate_dead_code(Rewriter(eliminate_dead_code(g)).run());
+}
 
 }  // namespace lanes::detail

@@ -1,0 +1,369 @@
+// compile's graph passes (src/runtime/passes.cpp): each rewrite gives the same values as eager
+// evaluation of the same function, and removes the nodes it is meant to remove.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "lanes/lanes.h"
+#include "op_table.h"
+#include "primitives/elementwise.h"
+#include "primitives/reduce.h"
+
+using namespace lanes;
+
+namespace {
+
+Tensor randn(const Shape& shape, uint64_t seed) { return random::normal(random::key(seed), shape); }
+
+// Equal within tol relative to 1 + |want|; NaN and infinities must match exactly.
+void expect_close(const Tensor& got, const Tensor& want, double tol = 1e-5) {
+  ASSERT_EQ(got.shape(), want.shape());
+  ASSERT_EQ(got.dtype(), want.dtype());
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(w[i])) ASSERT_TRUE(std::isnan(g[i])) << i;
+    if (!std::isfinite(w[i])) ASSERT_TRUE(g[i] == w[i] || std::isnan(w[i])) << i;
+    if (std::isfinite(w[i])) ASSERT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << i;
+  }
+}
+
+// The rewrites only re-describe or skip work: bit-identical results.
+void expect_equal(const Tensor& got, const Tensor& want) { expect_close(got, want, 0.0); }
+
+template <class F, class... Args>
+Graph optimized(const F& f, const Args&... args) {
+  return detail::optimize(make_graph(f)(args...));
+}
+
+int count(const Graph& g, const std::string& name) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.prim->name() == name;
+  return n;
+}
+
+// f's graph with its inputs turned into the constants `values`: every node then folds.
+Graph with_constant_inputs(Graph g, const std::vector<Tensor>& values) {
+  for (size_t i = 0; i < values.size(); ++i) g.constants.emplace_back(g.inputs[i], values[i]);
+  g.inputs.clear();
+  return g;
+}
+
+size_t constant_storage_bytes(const Graph& g) {
+  size_t bytes = 0;
+  for (const auto& c : g.constants) bytes += c.second.storage()->bytes();
+  return bytes;
+}
+
+}  // namespace
+
+TEST(Passes, TransposeOfTransposeIsOneTransposeOrNone) {
+  const Tensor x = randn({2, 3, 4}, 1);
+  auto back = [](const Tensor& v) { return transpose(transpose(v, {1, 2, 0}), {2, 0, 1}); };
+  auto two = [](const Tensor& v) { return transpose(transpose(v, {1, 0, 2}), {0, 2, 1}); };
+  expect_equal(compile(back)(x), back(x));
+  expect_equal(compile(two)(x), two(x));
+  const Graph none = optimized(back, x), one = optimized(two, x);
+  EXPECT_TRUE(none.nodes.empty()) << none;
+  ASSERT_EQ(one.nodes.size(), 1u) << one;
+  EXPECT_EQ(describe(*one.nodes[0].prim), "transpose[permutation=(1, 2, 0)]");
+}
+
+TEST(Passes, BroadcastOfBroadcastIsOneBroadcast) {
+  const Tensor x = randn({1, 3}, 2);
+  auto f = [](const Tensor& v) {
+    return broadcast_in_dim(broadcast_in_dim(v, {4, 3}, {0, 1}), {2, 4, 3}, {1, 2});
+  };
+  expect_equal(compile(f)(x), f(x));
+  const Graph g = optimized(f, x);
+  ASSERT_EQ(g.nodes.size(), 1u) << g;
+  EXPECT_EQ(describe(*g.nodes[0].prim),
+            "broadcast_in_dim[shape=(2, 4, 3), broadcast_dimensions=(1, 2)]");
+}
+
+TEST(Passes, BroadcastOfUnitReshapeIsOneBroadcast) {
+  const Tensor x = randn({5}, 23), y = randn({5, 1}, 24), z = randn({5, 1, 1, 3}, 25);
+  auto add_dim = [](const Tensor& v) {
+    return broadcast_in_dim(reshape(v, {5, 1}), {5, 3}, {0, 1});
+  };
+  auto drop_dim = [](const Tensor& v) { return broadcast_in_dim(reshape(v, {5}), {5, 3}, {0}); };
+  // Two size-1 dims of z would need output dims between 1 and 2: both nodes stay.
+  auto no_room = [](const Tensor& v) {
+    return broadcast_in_dim(reshape(v, {5, 3}), {2, 5, 3}, {1, 2});
+  };
+  expect_equal(compile(add_dim)(x), add_dim(x));
+  expect_equal(compile(drop_dim)(y), drop_dim(y));
+  expect_equal(compile(no_room)(z), no_room(z));
+  const Graph a = optimized(add_dim, x), d = optimized(drop_dim, y);
+  ASSERT_EQ(a.nodes.size(), 1u) << a;
+  EXPECT_EQ(describe(*a.nodes[0].prim),
+            "broadcast_in_dim[shape=(5, 3), broadcast_dimensions=(0,)]");
+  ASSERT_EQ(d.nodes.size(), 1u) << d;
+  EXPECT_EQ(describe(*d.nodes[0].prim),
+            "broadcast_in_dim[shape=(5, 3), broadcast_dimensions=(0, 1)]");
+  EXPECT_EQ(optimized(no_room, z).nodes.size(), 2u) << optimized(no_room, z);
+}
+
+TEST(Passes, TransposeOfBroadcastIsABroadcastWhenOperandDimsStayInOrder) {
+  const Tensor x = randn({3}, 3), y = randn({2, 3}, 4);
+  auto f = [](const Tensor& v) { return transpose(broadcast_to(v, {4, 3}), {1, 0}); };
+  auto g = [](const Tensor& v) { return transpose(broadcast_to(v, {4, 2, 3}), {0, 2, 1}); };
+  expect_equal(compile(f)(x), f(x));
+  expect_equal(compile(g)(y), g(y));
+  const Graph fg = optimized(f, x);
+  EXPECT_EQ(count(fg, "transpose"), 0) << fg;
+  EXPECT_EQ(fg.nodes.size(), 1u) << fg;
+  // (2, 3) would have to be transposed itself: no node would be saved, so both stay.
+  const Graph gg = optimized(g, y);
+  EXPECT_EQ(count(gg, "transpose"), 1) << gg;
+  EXPECT_EQ(count(gg, "broadcast_in_dim"), 1) << gg;
+}
+
+TEST(Passes, ReshapeOfOrderPreservingViewsIsOneReshapeOrNone) {
+  const Tensor x = randn({3, 4}, 5);
+  // Insert a size-1 dim, move it to the front, take it away again: x.
+  auto back = [](const Tensor& v) {
+    return reshape(transpose(broadcast_in_dim(v, {3, 1, 4}, {0, 2}), {1, 0, 2}), {3, 4});
+  };
+  auto flat = [](const Tensor& v) { return reshape(expand_dims(v, 0), {12}); };
+  // A transpose that moves non-unit dims changes the element order: it stays.
+  auto swapped = [](const Tensor& v) { return reshape(transpose(v, {1, 0}), {12}); };
+  expect_equal(compile(back)(x), back(x));
+  expect_equal(compile(flat)(x), flat(x));
+  expect_equal(compile(swapped)(x), swapped(x));
+  EXPECT_TRUE(optimized(back, x).nodes.empty()) << optimized(back, x);
+  EXPECT_EQ(optimized(flat, x).nodes.size(), 1u) << optimized(flat, x);
+  EXPECT_EQ(optimized(swapped, x).nodes.size(), 2u) << optimized(swapped, x);
+}
+
+TEST(Passes, CastRoundTripsOnlyWhenExact) {
+  const Tensor x = randn({5}, 6);
+  auto round_trip = [](const Tensor& v) { return cast(cast(v, DType::Float64), DType::Float32); };
+  auto to_int = [](const Tensor& v) { return cast(cast(v, DType::Float64), DType::Int32); };
+  expect_equal(compile(round_trip)(x), round_trip(x));
+  expect_equal(compile(to_int)(x * 10.0), to_int(x * 10.0));
+  EXPECT_TRUE(optimized(round_trip, x).nodes.empty()) << optimized(round_trip, x);
+  const Graph one = optimized(to_int, x);
+  ASSERT_EQ(one.nodes.size(), 1u) << one;
+  EXPECT_EQ(describe(*one.nodes[0].prim), describe(prim::Cast(DType::Int32)));
+  // int32 -> float32 rounds 2^24 + 1: the round trip is not the identity and must stay.
+  const Tensor big = tensor(std::vector<int32_t>{16777217, -3, 7}, {3});
+  auto lossy = [](const Tensor& v) { return cast(cast(v, DType::Float32), DType::Int32); };
+  expect_equal(compile(lossy)(big), lossy(big));
+  EXPECT_EQ(big.to_vector<int32_t>()[0] - compile(lossy)(big).to_vector<int32_t>()[0], 1);
+  EXPECT_EQ(count(optimized(lossy, big), "convert_element_type"), 2);
+}
+
+TEST(Passes, DoubleNegationIsTheOperand) {
+  const Tensor x = randn({4}, 7);
+  const Tensor i = tensor(std::vector<int32_t>{INT32_MIN, -1, 0, 5}, {4});
+  auto f = [](const Tensor& v) { return -(-v); };
+  expect_equal(compile(f)(x), f(x));
+  expect_equal(compile(f)(i), f(i));
+  EXPECT_TRUE(optimized(f, x).nodes.empty()) << optimized(f, x);
+  auto g = [](const Tensor& v) { return -(-(-v)); };
+  EXPECT_EQ(optimized(g, x).nodes.size(), 1u) << optimized(g, x);
+}
+
+TEST(Passes, ArithmeticIdentitiesAreTheOperand) {
+  const Tensor x = randn({2, 3}, 8);
+  const Tensor ones_tensor = ones({2, 3});  // materialised, not a stride-0 broadcast
+  std::vector<std::function<Tensor(const Tensor&)>> identities = {
+      [](const Tensor& v) { return v * 1.0; },          [](const Tensor& v) { return 1.0 * v; },
+      [](const Tensor& v) { return v + 0.0; },          [](const Tensor& v) { return 0.0 + v; },
+      [](const Tensor& v) { return v - 0.0; },          [](const Tensor& v) { return v / 1.0; },
+      [&](const Tensor& v) { return v * ones_tensor; },
+  };
+  for (size_t k = 0; k < identities.size(); ++k) {
+    SCOPED_TRACE(k);
+    expect_equal(compile(identities[k])(x), identities[k](x));
+    EXPECT_TRUE(optimized(identities[k], x).nodes.empty()) << optimized(identities[k], x);
+  }
+  // Not identities: 0 - x, x * 2, x / 0 (division by one only on the right).
+  std::vector<std::function<Tensor(const Tensor&)>> others = {
+      [](const Tensor& v) { return 0.0 - v; },
+      [](const Tensor& v) { return v * 2.0; },
+      [](const Tensor& v) { return 1.0 / v; },
+  };
+  for (size_t k = 0; k < others.size(); ++k) {
+    SCOPED_TRACE(k);
+    expect_equal(compile(others[k])(x), others[k](x));
+    EXPECT_EQ(optimized(others[k], x).nodes.size(), 1u) << optimized(others[k], x);
+  }
+  // float32 times a float64 one: promoted to float64, so only the cast remains.
+  auto promoted = [](const Tensor& v) { return v * ones({2, 3}, DType::Float64); };
+  expect_equal(compile(promoted)(x), promoted(x));
+  EXPECT_EQ(count(optimized(promoted, x), "mul"), 0) << optimized(promoted, x);
+}
+
+TEST(Passes, IdentityPrimitivesAreTheOperand) {
+  // Neither a cast to the same dtype nor a reduction over no axes comes out of the ops, which
+  // skip them; rewrites (and other front ends) can produce them.
+  Graph g;
+  const ValueId x = g.add_value({{2, 3}, DType::Float32});
+  const ValueId y = g.add_value({{2, 3}, DType::Float32});
+  const ValueId z = g.add_value({{2, 3}, DType::Float32});
+  g.inputs = {x};
+  g.nodes.push_back({std::make_shared<prim::Cast>(DType::Float32), {x}, {y}});
+  g.nodes.push_back(
+      {std::make_shared<prim::Reduce>(prim::Reduce::Kind::Sum, std::vector<int64_t>{}), {y}, {z}});
+  g.outputs = {z};
+  const Graph opt = detail::optimize(g);
+  EXPECT_TRUE(opt.nodes.empty()) << opt;
+  const Tensor v = randn({2, 3}, 9);
+  expect_equal(detail::execute(opt, {v})[0], v);
+}
+
+TEST(Passes, FoldsNodesWhoseInputsAreConstants) {
+  auto f = [](const Tensor& v, const Tensor& w) {
+    return std::make_tuple(exp(v) * 2.0 + sum(v), transpose(matmul(v, w)));
+  };
+  const Tensor v = randn({3, 4}, 10), w = randn({4, 2}, 11);
+  const Graph g = detail::optimize(with_constant_inputs(make_graph(f)(v, w), {v, w}));
+  EXPECT_TRUE(g.nodes.empty()) << g;
+  const auto out = detail::execute(g, {});
+  const auto [a, b] = f(v, w);
+  expect_equal(out[0], a);
+  expect_close(out[1], b);
+}
+
+TEST(Passes, FoldingKeepsLargeResultsAsNodesButFoldsViews) {
+  auto f = [](const Tensor& s) { return exp(broadcast_to(s, {1024, 1024})); };  // 4 MiB
+  auto small = [](const Tensor& s) { return exp(broadcast_to(s, {16, 16})); };
+  const Tensor s = tensor(std::vector<float>{0.5f}, {});
+  const Graph g = detail::optimize(with_constant_inputs(make_graph(f)(s), {s}));
+  // The broadcast folds into a stride-0 view of the scalar; exp stays a node.
+  ASSERT_EQ(g.nodes.size(), 1u) << g;
+  EXPECT_EQ(g.nodes[0].prim->name(), "exp");
+  EXPECT_LT(constant_storage_bytes(g), 1024u);
+  expect_equal(detail::execute(g, {})[0], f(s));
+  const Graph gs = detail::optimize(with_constant_inputs(make_graph(small)(s), {s}));
+  EXPECT_TRUE(gs.nodes.empty()) << gs;
+  expect_equal(detail::execute(gs, {})[0], small(s));
+}
+
+TEST(Passes, EqualConstantsAreOneValue) {
+  // Each `* 2.0` makes its own constant; once they are one value the products are one node.
+  auto f = [](const Tensor& v) { return v * 2.0 + v * 2.0; };
+  const Tensor x = randn({5}, 12);
+  expect_equal(compile(f)(x), f(x));
+  const Graph g = optimized(f, x);
+  EXPECT_EQ(count(g, "mul"), 1) << g;
+  EXPECT_EQ(g.constants.size(), 1u) << g;
+}
+
+TEST(Passes, TransposeOfDotGeneralSwapsTheOperands) {
+  const Tensor a = randn({2, 3, 5}, 13), b = randn({2, 5, 4}, 14);
+  auto f = [](const Tensor& l, const Tensor& r) {
+    return transpose(dot_general(l, r, {{2}, {1}, {0}, {0}}), {0, 2, 1});
+  };
+  auto outer_t = [](const Tensor& l, const Tensor& r) {
+    return transpose(dot_general(l, r, {}), {3, 4, 5, 0, 1, 2});
+  };
+  expect_close(compile(f)(a, b), f(a, b));
+  expect_equal(compile(outer_t)(a, b), outer_t(a, b));
+  for (const Graph& g : {optimized(f, a, b), optimized(outer_t, a, b)}) {
+    EXPECT_EQ(count(g, "transpose"), 0) << g;
+    EXPECT_EQ(g.nodes.size(), 1u) << g;
+  }
+  // A permutation that is not a swap of the two free blocks stays (cubes: the types would fit).
+  auto other = [](const Tensor& l, const Tensor& r) {
+    return transpose(dot_general(l, r, {{2}, {1}, {0}, {0}}), {1, 0, 2});
+  };
+  const Tensor c = randn({2, 2, 2}, 21), d = randn({2, 2, 2}, 22);
+  expect_close(compile(other)(c, d), other(c, d));
+  EXPECT_EQ(count(optimized(other, c, d), "transpose"), 1);
+}
+
+TEST(Passes, VmapOfGradOfMlpIsSmallerAndUnchanged) {
+  using Params = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+  const Params p{randn({8, 16}, 15), randn({16}, 16), randn({16, 3}, 17), randn({3}, 18)};
+  auto loss = [](const Params& q, const Tensor& x, const Tensor& y) {
+    const auto& [w1, b1, w2, b2] = q;
+    const Tensor h = tanh(matmul(x, w1) + b1);
+    return l2_loss(matmul(h, w2) + b2 - y) * 1.0;
+  };
+  auto per_example = vmap(grad(loss), in_axes(none, 0, 0));
+  const Tensor x = randn({6, 8}, 19), y = randn({6, 3}, 20);
+  const auto got = compile(per_example)(p, x, y);
+  const auto want = per_example(p, x, y);
+  expect_close(std::get<0>(got), std::get<0>(want));
+  expect_close(std::get<1>(got), std::get<1>(want));
+  expect_close(std::get<2>(got), std::get<2>(want));
+  expect_close(std::get<3>(got), std::get<3>(want));
+  const Graph raw = make_graph(per_example)(p, x, y);
+  const Graph opt = detail::optimize(raw);
+  EXPECT_LT(opt.nodes.size(), raw.nodes.size()) << opt;
+  EXPECT_EQ(detail::optimize(opt).nodes.size(), opt.nodes.size());  // one sweep is enough
+  EXPECT_EQ(count(opt, "transpose"), 0) << opt;  // per-example weight gradients: swapped dots
+}
+
+// ---- every op of the op table (op_table.h) ------------------------------------------------------
+
+namespace {
+const optable::OpRow& row_named(const std::string& name) {
+  for (const optable::OpRow& r : optable::op_table())
+    if (r.name == name) return r;
+  throw std::logic_error("no row " + name);
+}
+
+std::vector<std::string> row_names(bool differentiable_only) {
+  std::vector<std::string> names;
+  for (const optable::OpRow& r : optable::op_table())
+    if (r.differentiable || !differentiable_only) names.push_back(r.name);
+  return names;
+}
+}  // namespace
+
+class PassesOverOpTable : public ::testing::TestWithParam<std::string> {};
+class PassesOverDerivatives : public ::testing::TestWithParam<std::string> {};
+
+// Compiled (rewritten) and fully folded (every input a constant) give eager's values.
+TEST_P(PassesOverOpTable, CompiledAndFoldedEqualEager) {
+  const optable::OpRow& r = row_named(GetParam());
+  for (DType dtype : r.dtypes) {
+    SCOPED_TRACE(dtype_name(dtype));
+    optable::Gen gen;
+    const std::vector<Tensor> inputs = r.sample(dtype, gen);
+    const Tensor want = r.call(inputs);
+    const double tol = dtype == DType::Float32 ? 1e-5 : 1e-12;
+    expect_close(compile(r.call)(inputs), want, tol);
+    const Graph folded = detail::optimize(with_constant_inputs(make_graph(r.call)(inputs), inputs));
+    expect_close(detail::execute(folded, {})[0], want, tol);
+  }
+}
+
+// Per-example vjp (vmap of vjp) compiled equals it uncompiled: the graphs batching and autodiff
+// make, through every rewrite.
+TEST_P(PassesOverDerivatives, CompiledPerExampleVjpEqualsUncompiled) {
+  const optable::OpRow& r = row_named(GetParam());
+  optable::Gen gen;
+  std::vector<std::vector<Tensor>> ex;
+  for (int b = 0; b < 3; ++b) ex.push_back(r.sample(DType::Float64, gen));
+  if (!is_floating(r.call(ex[0]).dtype())) GTEST_SKIP() << "integer output";
+  std::vector<Tensor> stacked;
+  for (size_t j = 0; j < ex[0].size(); ++j)
+    stacked.push_back(stack({ex[0][j], ex[1][j], ex[2][j]}));
+  const Tensor cts = gen.uniform(stack({r.call(ex[0]), r.call(ex[1]), r.call(ex[2])}).shape(),
+                                 DType::Float64, -1.0, 1.0);
+  for (size_t k = 0; k < ex[0].size(); ++k) {
+    if (ex[0][k].dtype() != DType::Float64) continue;  // indices, labels: not differentiated
+    SCOPED_TRACE("input " + std::to_string(k));
+    auto per_example = [&r, k](const std::vector<Tensor>& args, const Tensor& v) {
+      auto f = [&](const Tensor& x) {
+        std::vector<Tensor> a = args;
+        a[k] = x;
+        return r.call(a);
+      };
+      return std::get<0>(vjp(f, args[k]).second(v));
+    };
+    expect_close(compile(vmap(per_example))(stacked, cts), vmap(per_example)(stacked, cts), 1e-12);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, PassesOverOpTable, ::testing::ValuesIn(row_names(false)),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Ops, PassesOverDerivatives, ::testing::ValuesIn(row_names(true)),
+                         [](const auto& info) { return info.param; });
