@@ -18,6 +18,7 @@
 
 #include "lanes/graph.h"
 #include "lanes/tree.h"
+#include "lanes/vmap.h"
 
 namespace lanes {
 
@@ -38,9 +39,6 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs);
 
 /// "float32(3,4);int32();" for the leaves, prefixed by the argument types.
 std::string signature(const std::vector<Tensor>& leaves, const std::string& types);
-
-/// Whether any leaf is traced (then compile traces through instead of caching).
-bool any_traced(const std::vector<Tensor>& leaves);
 
 struct CompiledEntry {
   Graph graph;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -126,6 +127,24 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
                              const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                              const VmapOptions& options);
 
+/// The batched, optimized and fused graphs of one vmap, keyed by the traced example graph, for
+/// calls on concrete inputs (src/runtime/vmap_cache.cpp). Copies share the cache.
+class VmapCache {
+ public:
+  VmapCache();
+  std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
+                          const std::vector<AxisLeaf>& out_axes, const VmapOptions& options) const;
+  /// Batched graphs held now.
+  size_t size() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+/// Whether any leaf is traced (then transforms trace through instead of running).
+bool any_traced(const std::vector<Tensor>& leaves);
+
 }  // namespace detail
 
 template <class F>
@@ -155,13 +174,21 @@ class Vmapped {
     const Graph g = detail::trace<F>(f_, &out, plan.example_types, args...);
     std::vector<detail::AxisLeaf> out_axes;
     detail::resolve_axes(out, out_, "output", out_axes);
-    return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));
+    // Inside another transform the batched example is recorded into the enclosing trace; on
+    // concrete inputs it runs optimized, from the cache.
+    if (detail::any_traced(leaves) || !g.captured.empty())
+      return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));
+    return tree::rebuild(out, cache_.run(g, leaves, plan, out_axes, opt_));
   }
+
+  /// Batched graphs cached for concrete calls (see detail::VmapCache).
+  size_t cache_size() const { return cache_.size(); }
 
  private:
   F f_;
   AxisSpec in_, out_;
   VmapOptions opt_;
+  detail::VmapCache cache_;
 };
 
 /// The batched version of f (see the top of this file).
