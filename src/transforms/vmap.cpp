@@ -140,6 +140,22 @@ Tensor place_output(const Batched& y, const AxisLeaf& out, int64_t size) {
   return batching::align_batch({y}, size, to)[0];
 }
 
+// Per node, whether some output of the graph depends on it. A vjp rule returns the cotangent of
+// every operand and the backward pass keeps only those of differentiated inputs, so the traced
+// backward pass holds dead nodes: under jacrev (vmap of a vjp) they are the cotangents of the
+// captured weights, (n, n, n) outer products that took 240 of 245 ms for a 512x512 MLP
+// Jacobian. Every primitive is pure (randomness takes its key), so they are skipped.
+std::vector<bool> live_nodes(const Graph& g) {
+  std::vector<bool> live_value(g.types.size(), false), live(g.nodes.size(), false);
+  for (ValueId v : g.outputs) live_value[v] = true;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    for (ValueId v : g.nodes[i].outputs) live[i] = live[i] || live_value[v];
+    if (live[i])
+      for (ValueId v : g.nodes[i].inputs) live_value[v] = true;
+  }
+  return live;
+}
+
 }  // namespace
 
 std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
@@ -164,7 +180,10 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
 
   std::vector<Batched> args;
   std::vector<Tensor> plain;
-  for (const Node& n : g.nodes) {
+  const std::vector<bool> live = live_nodes(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!live[i]) continue;
+    const Node& n = g.nodes[i];
     args.clear();
     plain.clear();
     bool any_mapped = false;
