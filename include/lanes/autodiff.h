@@ -182,13 +182,17 @@ namespace detail {
 /// Jacobian of a Tensor -> Tensor function of argument `argnum` (the others held fixed):
 /// shape output.shape + argument.shape. Reverse mode maps vjp over the rows of the identity,
 /// forward mode maps jvp over its columns; both are one vmap, not a loop.
-Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf);
-Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf);
+/// `cache` keeps the batched graphs across calls of one jacrev/jacfwd object.
+Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf,
+                    const VmapCache& cache);
+Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
+                    const VmapCache& cache);
 
 template <bool Reverse, class F>
 struct Jacobian {
   F f;
   int argnum;
+  VmapCache cache;
   template <class... Args>
   Tensor operator()(const Args&... args) const {
     static_assert((std::is_same_v<Args, Tensor> && ...),
@@ -199,13 +203,13 @@ struct Jacobian {
     if constexpr (Reverse) {
       auto [out, lin] = linearize_call(f, {argnum}, args...);
       static_assert(std::is_same_v<decltype(out), Tensor>, "lanes: jacrev needs a Tensor output");
-      return jacobian_rev(lin, {leaves[argnum].shape(), leaves[argnum].dtype()}, argnum);
+      return jacobian_rev(lin, {leaves[argnum].shape(), leaves[argnum].dtype()}, argnum, cache);
     } else {
       Tensor out;
       const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
       std::vector<Tensor> inputs = leaves;
       inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
-      return jacobian_fwd(g, inputs, argnum);
+      return jacobian_fwd(g, inputs, argnum, cache);
     }
   }
 };
@@ -215,12 +219,12 @@ struct Jacobian {
 /// Jacobian by reverse mode (jax.jacrev): shape f(x).shape + x.shape.
 template <class F>
 auto jacrev(F f, int argnum = 0) {
-  return detail::Jacobian<true, F>{std::move(f), argnum};
+  return detail::Jacobian<true, F>{std::move(f), argnum, {}};
 }
 /// Jacobian by forward mode (jax.jacfwd).
 template <class F>
 auto jacfwd(F f, int argnum = 0) {
-  return detail::Jacobian<false, F>{std::move(f), argnum};
+  return detail::Jacobian<false, F>{std::move(f), argnum, {}};
 }
 /// Hessian of a scalar function: jacfwd(jacrev(f)), shape x.shape + x.shape.
 template <class F>

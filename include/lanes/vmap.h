@@ -150,8 +150,14 @@ bool any_traced(const std::vector<Tensor>& leaves);
 template <class F>
 class Vmapped {
  public:
-  Vmapped(F f, AxisSpec in_axes, AxisSpec out_axes, VmapOptions options)
-      : f_(std::move(f)), in_(std::move(in_axes)), out_(std::move(out_axes)), opt_(options) {}
+  /// `cache` may be shared with another Vmapped (a Jacobian reuses its graphs across calls).
+  Vmapped(F f, AxisSpec in_axes, AxisSpec out_axes, VmapOptions options,
+          detail::VmapCache cache = {})
+      : f_(std::move(f)),
+        in_(std::move(in_axes)),
+        out_(std::move(out_axes)),
+        opt_(options),
+        cache_(std::move(cache)) {}
 
   template <class... Args>
   auto operator()(const Args&... args) const {

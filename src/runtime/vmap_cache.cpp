@@ -8,10 +8,12 @@
 // small ones that eager code recreates on every trace, their bytes - plus the batch plan. The
 // entry pins the constants it was keyed on, so a storage address in a key is never reused by
 // another tensor while the entry lives. A hit skips batching, the passes and fusion: the call
-// costs the trace plus the optimized execution.
+// costs the trace plus the optimized execution. The first call with a key runs eagerly; the
+// second builds the entry.
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "lanes/compile.h"
@@ -21,22 +23,40 @@ namespace lanes::detail {
 
 namespace {
 
-constexpr size_t kEntries = 8;        // batched graphs kept per vmap
-constexpr int64_t kValueBytes = 256;  // constants up to this size are keyed by value
-constexpr int kMissesBeforeGivingUp = 4;
+constexpr size_t kEntries = 8;  // batched graphs kept per vmap
+// Constants whose storage is at most this large are keyed by value: eager code inside f (a
+// Jacobian's forward pass over a captured x, scalars, identity rows) recreates them on every
+// trace. Larger ones are keyed by address.
+constexpr size_t kValueBytes = size_t{64} << 10;
+constexpr size_t kSeen = 16;  // keys remembered from calls that ran unoptimized
 
+bool by_value(const Tensor& t) { return t.storage()->bytes() <= kValueBytes; }
+
+std::string_view storage_bytes(const Tensor& t) {
+  return {static_cast<const char*>(t.storage()->data()), t.storage()->bytes()};
+}
+
+// The view (dtype, shape, strides, offset) and either a hash of the storage's bytes - a hit
+// then compares the bytes themselves (same_values) - or the storage's address.
 void append_constant(std::string& key, const Tensor& t) {
   key += dtype_name(t.dtype());
   key += shape_str(t.shape());
-  const int64_t bytes = t.numel() * int64_t(dtype_size(t.dtype()));
-  if (bytes <= kValueBytes) {
-    const Tensor c = t.contiguous();
-    key.append(static_cast<const char*>(c.raw_data()), size_t(bytes));
-  } else {
-    key += std::to_string(reinterpret_cast<uintptr_t>(t.storage().get()));
-    key += '@' + std::to_string(t.offset()) + shape_str(t.strides());
-  }
+  key += shape_str(t.strides());
+  key += '@';
+  key += std::to_string(t.offset());
+  key += by_value(t) ? '#' : '&';
+  key += by_value(t) ? std::to_string(std::hash<std::string_view>{}(storage_bytes(t)))
+                     : std::to_string(reinterpret_cast<uintptr_t>(t.storage().get()));
   key += ';';
+}
+
+// Whether the constants keyed by value hold the same bytes (a hash match is not proof).
+bool same_values(const Graph& g, const std::vector<Tensor>& pinned) {
+  for (size_t i = 0; i < pinned.size(); ++i) {
+    const Tensor& t = g.constants[i].second;
+    if (by_value(t) && storage_bytes(t) != storage_bytes(pinned[i])) return false;
+  }
+  return true;
 }
 
 std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
@@ -68,43 +88,58 @@ std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const V
 
 struct Entry {
   Graph batched;               // optimized and fused
-  std::vector<Tensor> pinned;  // the example's constants the key names by address
+  std::vector<Tensor> pinned;  // the example's constants, in order: their addresses stay ours
 };
 
 }  // namespace
 
+// A key remembered in a bounded FIFO set.
+struct KeySet {
+  std::unordered_map<std::string, std::shared_ptr<const Entry>> map;
+  std::deque<std::string> order;  // oldest first
+  void add(const std::string& key, std::shared_ptr<const Entry> value, size_t limit) {
+    if (map.emplace(key, std::move(value)).second) order.push_back(key);
+    while (order.size() > limit) {
+      map.erase(order.front());
+      order.pop_front();
+    }
+  }
+};
+
 struct VmapCache::State {
   std::mutex mutex;
-  std::unordered_map<std::string, std::shared_ptr<const Entry>> entries;
-  std::deque<std::string> order;  // oldest first
-  int misses_in_a_row = 0;
-  bool gave_up = false;
+  KeySet entries;
+  KeySet seen;
 };
 
 VmapCache::VmapCache() : state_(std::make_shared<State>()) {}
 
 size_t VmapCache::size() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->entries.size();
+  return state_->entries.map.size();
 }
 
 std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& leaves,
                                    const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                                    const VmapOptions& options) const {
   State& s = *state_;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.gave_up) return run_vmap(g, leaves, plan, out_axes, options);
-  }
   const std::string key = graph_key(g, leaves, plan, out_axes, options);
   std::shared_ptr<const Entry> entry;
+  bool first_sighting = false;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (auto it = s.entries.find(key); it != s.entries.end()) {
+    if (auto it = s.entries.map.find(key); it != s.entries.map.end()) {
       entry = it->second;
-      s.misses_in_a_row = 0;
+    } else if (!s.seen.map.count(key)) {
+      s.seen.add(key, nullptr, kSeen);
+      first_sighting = true;
     }
   }
+  // A first sighting runs the batching rules eagerly, so a vmap called once (a Jacobian in a
+  // loop, a function capturing fresh tensors every call) never pays for the passes; a hash
+  // collision does too, rather than evict the entry.
+  if (first_sighting || (entry && !same_values(g, entry->pinned)))
+    return run_vmap(g, leaves, plan, out_axes, options);
   if (!entry) {
     // Batch the example symbolically (the leaves become inputs of a new trace), then optimize.
     TraceScope scope;
@@ -115,14 +150,7 @@ std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& le
     fresh->batched = fuse_elementwise(optimize(batched));
     for (const auto& [v, t] : g.constants) fresh->pinned.push_back(t);
     std::lock_guard<std::mutex> lock(s.mutex);
-    // A function that captures freshly computed large tensors misses every time: after a few
-    // misses in a row this vmap stops paying for the passes and runs its batching rules eagerly.
-    s.gave_up = ++s.misses_in_a_row >= kMissesBeforeGivingUp;
-    if (s.entries.emplace(key, fresh).second) s.order.push_back(key);
-    while (s.order.size() > kEntries) {
-      s.entries.erase(s.order.front());
-      s.order.pop_front();
-    }
+    s.entries.add(key, fresh, kEntries);
     entry = std::move(fresh);
   }
   return execute(entry->batched, leaves);

@@ -205,7 +205,8 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
   return {ys, ts};
 }
 
-Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf) {
+Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf,
+                    const VmapCache& cache) {
   check(lin.outputs.size() == 1 && is_floating(lin.outputs[0].dtype()),
         "jacrev: the function must return one float tensor");
   const Tensor& y = lin.outputs[0];
@@ -215,14 +216,15 @@ Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf) {
   const Tensor basis = reshape(eye(n, y.dtype()), basis_shape);
   VmapOptions options;
   options.axis_size = n;
-  const Tensor rows =
-      vmap([&](const Tensor& ct) { return lin.backward({ct})[leaf]; }, 0, 0, options)(basis);
+  const Tensor rows = Vmapped([&](const Tensor& ct) { return lin.backward({ct})[leaf]; }, 0, 0,
+                              options, cache)(basis);
   Shape shape = y.shape();
   shape.insert(shape.end(), arg.shape.begin(), arg.shape.end());
   return reshape(rows, shape);
 }
 
-Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf) {
+Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
+                    const VmapCache& cache) {
   const Tensor& x = inputs[leaf];
   check(is_floating(x.dtype()), "jacfwd: the argument must be a float tensor, got ",
         dtype_name(x.dtype()));
@@ -235,13 +237,13 @@ Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t le
         "jacfwd: the function must return one float tensor");
   VmapOptions options;
   options.axis_size = m;
-  const Tensor cols = vmap(
+  const Tensor cols = Vmapped(
       [&](const Tensor& t) {
         std::vector<Tensor> tangents(inputs.size());
         tangents[leaf] = t;
         return jvp_graph(g, inputs, tangents).second[0];
       },
-      0, -1, options)(basis);
+      0, -1, options, cache)(basis);
   Shape shape = y.shape;
   shape.insert(shape.end(), x.shape().begin(), x.shape().end());
   return reshape(cols, shape);
