@@ -60,8 +60,10 @@ TEST(VmapCache, SmallCapturedValuesAreComparedByValue) {
 }
 
 TEST(VmapCache, FreshLargeCapturesEveryCallStayCorrect) {
-  // exp(w) runs eagerly while tracing: a new 1 MB constant each call, so every call is a first
-  // sighting: it runs eagerly, caches nothing, and gives the right answer.
+  // exp(w) runs eagerly while tracing: a new 1 MB constant each call, keyed by its address. The
+  // allocator may hand a freed address out again, so a key can repeat with other values: the
+  // entry is then built from that call's own graph and pins its constant, so no later call can
+  // match it by accident. Every call must give its own right answer.
   Tensor w = randn({512, 512}, 6);
   auto f = [&w](const Tensor& x) { return matmul(x, exp(w * 0.01)); };
   auto batched = vmap(f);
@@ -71,7 +73,7 @@ TEST(VmapCache, FreshLargeCapturesEveryCallStayCorrect) {
     const auto want = matmul(xs, exp(w * 0.01)).to_vector<double>();
     expect_near(batched(xs).to_vector<double>(), want);
   }
-  EXPECT_EQ(batched.cache_size(), 0u);
+  EXPECT_LE(batched.cache_size(), 8u);  // the cache's bound
 }
 
 TEST(VmapCache, NestedAndTracedCallsBypassTheCache) {
