@@ -170,3 +170,23 @@ TEST(Fusion, VmapGradOfMlpMatchesUncompiled) {
   const auto want = per_example(xs).to_vector<double>();
   expect_near(compile(per_example)(xs).to_vector<double>(), want, 1e-5);
 }
+
+TEST(Fusion, InPlaceOutputWaitsForLaterReadersOfItsBuffer) {
+  // m dies in the chain and becomes the buffer of exp(m), which is an output; a later step still
+  // reads m, so exp(m) may only be written there after that step has read the tile.
+  const int64_t n = 1024;
+  const Tensor a = randn({n, n}, 17, kFloat32) * 0.05, b = randn({n, n}, 18, kFloat32);
+  auto f = [](const Tensor& p, const Tensor& q) {
+    const Tensor m = matmul(p, q);
+    const Tensor e = exp(m);
+    return std::make_tuple(e, e * m - m);
+  };
+  const auto [e, g] = compile(f)(a, b);
+  const auto m = matmul(a, b).to_vector<double>();
+  const auto ev = e.to_vector<double>(), gv = g.to_vector<double>();
+  for (size_t i = 0; i < m.size(); i += 7) {
+    ASSERT_NEAR(ev[i], std::exp(m[i]), 1e-5 * std::exp(m[i])) << i;
+    ASSERT_NEAR(gv[i], std::exp(m[i]) * m[i] - m[i], 1e-4 * (1 + std::abs(m[i]) * std::exp(m[i])))
+        << i;
+  }
+}
