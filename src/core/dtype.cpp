@@ -28,13 +28,16 @@ const char* dtype_name(DType d) {
   return "?";
 }
 
+// Without a stream: graph keys and primitive params build these on every vmap call, and an
+// ostringstream's locale set-up cost more than the rest of the key.
 std::string shape_str(const std::vector<int64_t>& shape) {
-  std::ostringstream os;
-  os << '(';
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
-  if (shape.size() == 1) os << ',';
-  os << ')';
-  return os.str();
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ',';
+  return s + ')';
 }
 
 }  // namespace lanes

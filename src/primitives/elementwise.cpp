@@ -1,5 +1,7 @@
 #include "primitives/elementwise.h"
 
+#include <ostream>
+
 #include <numbers>
 
 #include "ops/internal.h"
@@ -10,9 +12,15 @@ namespace lanes::prim {
 
 namespace {
 
-std::string type_str(const TensorType& t) {
-  return detail::concat(dtype_name(t.dtype), shape_str(t.shape));
+// "float32(3, 4)", formatted only when an error message is built (check's arguments are
+// evaluated on every call, and infer runs on every traced op).
+struct TypeStr {
+  const TensorType& t;
+};
+[[maybe_unused]] std::ostream& operator<<(std::ostream& os, TypeStr s) {
+  return os << dtype_name(s.t.dtype) << shape_str(s.t.shape);
 }
+TypeStr type_str(const TensorType& t) { return {t}; }
 
 /// Elementwise batching: every input moved to (or broadcast at) one batch dim, then the same
 /// primitive on the batched operands. The first mapped input's dim is kept when they differ.

@@ -1,5 +1,7 @@
 #include "primitives/random.h"
 
+#include <ostream>
+
 #include "kernels/random.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
@@ -8,9 +10,15 @@ namespace lanes::prim {
 
 namespace {
 
-std::string type_str(const TensorType& t) {
-  return detail::concat(dtype_name(t.dtype), shape_str(t.shape));
+// "float32(3, 4)", formatted only when an error message is built (check's arguments are
+// evaluated on every call, and infer runs on every traced op).
+struct TypeStr {
+  const TensorType& t;
+};
+[[maybe_unused]] std::ostream& operator<<(std::ostream& os, TypeStr s) {
+  return os << dtype_name(s.t.dtype) << shape_str(s.t.shape);
 }
+TypeStr type_str(const TensorType& t) { return {t}; }
 
 void check_keys(const TensorType& keys, const char* op) {
   check(keys.dtype == DType::Int64, op, ": keys must be an int64 tensor, got ", type_str(keys));

@@ -1,0 +1,271 @@
+// The workloads of ../shared/bench/WORKLOADS.md, each in the variants loop, vmap, vmap+compile and
+// manual (hand-batched), timed one after the other in this process. Prints one JSON line per
+// (workload, variant), then a table of times, ratios and peak memory, and exits nonzero when the
+// variants of a workload disagree (their checksums differ) or one fails.
+//
+//     build/bench/workloads [--workload NAME]... [--threads N] [--json-only] [--quick]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workloads/cnn.h"
+#include "workloads/harness.h"
+#include "workloads/jacobians.h"
+#include "workloads/mapped.h"
+#include "workloads/per_example.h"
+
+namespace workloads {
+namespace {
+
+const std::vector<Workload>& all_workloads() {
+  static const std::vector<Workload> all{
+      {"outer", outer},
+      {"sqrt_images", sqrt_images},
+      {"batched_dot", batched_dot},
+      {"perex_linear", perex_linear},
+      {"perex_mlp", perex_mlp},
+      {"fc_batch_jacobian", fc_batch_jacobian},
+      {"jacobian_mlp", jacobian_mlp},
+      {"jacobian_square", jacobian_square},
+      {"ensemble", ensemble},
+      {"perex_cnn", perex_cnn},
+      {"hessian", hessian},
+      {"lstm_perex", lstm_perex},
+  };
+  return all;
+}
+
+struct Options {
+  std::vector<std::string> names;  // empty: all
+  int threads = 2;
+  bool json_only = false;
+  bool quick = false;  // 1 warm-up + 2 runs per variant, for CI smoke tests
+};
+
+struct Result {
+  std::string workload, variant;
+  std::vector<double> ms;  // timed runs
+  Checksum sums;
+  double peak_mb = 0, rss_mb = 0;
+  std::string error;  // nonempty when the variant threw
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Resets the kernel's high-water mark of resident memory (VmHWM) to what is resident now, after
+/// handing freed heap memory back to the system (else one variant's garbage would count towards
+/// the next one's peak); false where not allowed.
+bool reset_peak_rss() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5" << std::flush;
+  return static_cast<bool>(f);
+}
+
+/// VmHWM of this process in MB (0 where /proc is unavailable): everything resident, inputs and
+/// libraries included, unlike peak_mb.
+double peak_rss_mb() {
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  while (f >> key) {
+    if (key == "VmHWM:") {
+      double kb = 0;
+      f >> kb;
+      return kb / 1024;
+    }
+    f.ignore(1 << 12, '\n');
+  }
+  return 0;
+}
+
+/// Two warm-ups (compile traces on the first call, vmap builds its optimized graph on the
+/// second), then timed runs until about a second has passed: at least 3 and at most 200 (exactly
+/// 2 with --quick). Peaks are those of the timed runs: the previous output is dropped before each
+/// run, so the peak is one run's working set plus its output.
+Result measure(const std::string& workload, const Variant& v, bool quick) {
+  using Clock = std::chrono::steady_clock;
+  Result r{workload, v.name};
+  lanes::empty_cache();
+  try {
+    Outputs out = v.run();
+    out = v.run();
+    out.clear();
+    const size_t live_before = lanes::memory_stats().live_bytes;
+    lanes::reset_peak_memory();
+    const bool rss_reset = reset_peak_rss();
+    const int min_runs = quick ? 2 : 3, max_runs = quick ? 2 : 200;
+    const double budget_ms = quick ? 0 : 1000;
+    double total_ms = 0;
+    while (int(r.ms.size()) < max_runs && (int(r.ms.size()) < min_runs || total_ms < budget_ms)) {
+      out.clear();
+      const auto t0 = Clock::now();
+      out = v.run();
+      r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      total_ms += r.ms.back();
+    }
+    const lanes::MemoryStats mem = lanes::memory_stats();
+    r.peak_mb = double(mem.peak_bytes - std::min(mem.peak_bytes, live_before)) / (1 << 20);
+    r.rss_mb = rss_reset ? peak_rss_mb() : 0;
+    r.sums = checksum(out);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void print_json(const Result& r, int threads) {
+  std::printf("{\"workload\":\"%s\",\"variant\":\"%s\"", r.workload.c_str(), r.variant.c_str());
+  if (!r.error.empty()) {
+    std::printf(",\"error\":\"%s\"}\n", json_escape(r.error).c_str());
+    std::fflush(stdout);
+    return;
+  }
+  std::printf(",\"median_ms\":%.4f,\"min_ms\":%.4f,\"runs\":%zu,\"threads\":%d", median(r.ms),
+              *std::min_element(r.ms.begin(), r.ms.end()), r.ms.size(), threads);
+  std::printf(",\"checksum\":%.10g,\"abs_checksum\":%.10g,\"out_shapes\":[", r.sums.sum,
+              r.sums.abs);
+  for (size_t i = 0; i < r.sums.shapes.size(); ++i) {
+    std::printf("%s[", i ? "," : "");
+    for (size_t d = 0; d < r.sums.shapes[i].size(); ++d)
+      std::printf("%s%lld", d ? "," : "", static_cast<long long>(r.sums.shapes[i][d]));
+    std::printf("]");
+  }
+  std::printf("],\"peak_mb\":%.2f,\"rss_mb\":%.1f}\n", r.peak_mb, r.rss_mb);
+  std::fflush(stdout);
+}
+
+/// The variants of one workload that failed or disagree with the first variant that ran.
+std::vector<std::string> disagreements(const std::vector<Result>& rs) {
+  std::vector<std::string> bad;
+  const Result* ref = nullptr;
+  for (const Result& r : rs) {
+    if (!r.error.empty()) {
+      bad.push_back(r.variant + " (error)");
+    } else if (!ref) {
+      ref = &r;
+    } else if (!checksums_agree(ref->sums, r.sums)) {
+      bad.push_back(r.variant);
+    }
+  }
+  return bad;
+}
+
+void print_table(const std::vector<std::vector<Result>>& by_workload) {
+  std::printf("\n%-18s %10s %10s %10s %10s | %9s %9s %9s | %9s %9s | %s\n", "workload (ms)", "loop",
+              "vmap", "compile", "manual", "loop/vmap", "vmap/man", "comp/man", "vmap MB",
+              "manual MB", "checksums");
+  for (const auto& rs : by_workload) {
+    std::map<std::string, const Result*> by;
+    for (const Result& r : rs)
+      if (r.error.empty()) by[r.variant] = &r;
+    auto ms = [&](const char* v) { return by.count(v) ? median(by[v]->ms) : NAN; };
+    auto mb = [&](const char* v) { return by.count(v) ? by[v]->peak_mb : NAN; };
+    const double loop = ms("loop"), vm = ms("vmap"), comp = ms("vmap+compile"), man = ms("manual");
+    const std::vector<std::string> bad = disagreements(rs);
+    std::string agree = bad.empty() ? "agree" : "DIFFER:";
+    for (const std::string& b : bad) agree += " " + b;
+    std::printf("%-18s %10.3f %10.3f %10.3f %10.3f | %9.2f %9.2f %9.2f | %9.1f %9.1f | %s\n",
+                rs.front().workload.c_str(), loop, vm, comp, man, loop / vm, vm / man, comp / man,
+                mb("vmap"), mb("manual"), agree.c_str());
+  }
+}
+
+std::optional<Options> parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--workload" && i + 1 < argc) {
+      o.names.push_back(argv[++i]);
+    } else if (a == "--threads" && i + 1 < argc) {
+      o.threads = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--json-only") {
+      o.json_only = true;
+    } else if (a == "--quick") {
+      o.quick = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick]\n",
+                   argv[0]);
+      return std::nullopt;
+    }
+  }
+  return o;
+}
+
+}  // namespace
+}  // namespace workloads
+
+int main(int argc, char** argv) {
+  using namespace workloads;
+  const std::optional<Options> opt = parse(argc, argv);
+  if (!opt) return 2;
+  for (const std::string& name : opt->names) {
+    const auto& all = all_workloads();
+    if (std::none_of(all.begin(), all.end(), [&](const Workload& w) { return w.name == name; })) {
+      std::fprintf(stderr, "unknown workload %s; the workloads are:", name.c_str());
+      for (const Workload& w : all) std::fprintf(stderr, " %s", w.name.c_str());
+      std::fprintf(stderr, "\n");
+      return 2;
+    }
+  }
+  std::vector<Workload> selected;  // in the order of WORKLOADS.md
+  for (const Workload& w : all_workloads())
+    if (opt->names.empty() ||
+        std::find(opt->names.begin(), opt->names.end(), w.name) != opt->names.end())
+      selected.push_back(w);
+  lanes::set_num_threads(opt->threads);
+
+  std::vector<std::vector<Result>> results;
+  bool ok = true;
+  for (const Workload& w : selected) {
+    std::vector<Result>& rs = results.emplace_back();
+    try {
+      const std::vector<Variant> variants = w.setup();
+      for (const Variant& v : variants) {
+        rs.push_back(measure(w.name, v, opt->quick));
+        print_json(rs.back(), opt->threads);
+      }
+    } catch (const std::exception& e) {  // setup itself failed
+      rs.push_back({w.name, "setup", {}, {}, 0, 0, e.what()});
+      print_json(rs.back(), opt->threads);
+    }
+    for (const std::string& bad : disagreements(rs)) {
+      std::fprintf(stderr, "%s: variant %s disagrees with the first variant (checksums)\n",
+                   w.name.c_str(), bad.c_str());
+      ok = false;
+    }
+    lanes::empty_cache();
+  }
+  if (!opt->json_only) print_table(results);
+  return ok ? 0 : 1;
+}
