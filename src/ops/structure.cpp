@@ -36,7 +36,8 @@ Tensor arange(double start, double stop, double step, DType dtype) {
 
 Tensor eye(int64_t n, DType dtype) {
   check(n >= 0, "eye: negative size ", n);
-  return cast(equal(iota({n, n}, 0, DType::Int64), iota({n, n}, 1, DType::Int64)), dtype);
+  // A column against a row of indices, broadcast: two passes over n^2 (compare, cast), not four.
+  return cast(equal(iota({n, 1}, 0, DType::Int64), iota({1, n}, 1, DType::Int64)), dtype);
 }
 
 Tensor concatenate(const std::vector<Tensor>& xs, int64_t axis) {
