@@ -128,7 +128,8 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
                              const VmapOptions& options);
 
 /// The batched, optimized and fused graphs of one vmap, keyed by the traced example graph, for
-/// calls on concrete inputs (src/runtime/vmap_cache.cpp). Copies share the cache.
+/// calls on concrete inputs (src/runtime/vmap_cache.cpp). Copies share the cache. It holds at most
+/// 8 graphs, and with them the tensors f captured when each was traced.
 class VmapCache {
  public:
   VmapCache();
