@@ -148,16 +148,19 @@ DType FusedProgram::register_type(int32_t r) const {
   return r < n ? input_types[r] : steps[r - n].result_type;
 }
 
+// Built by appending (GCC 12 warns, wrongly, about `"x" + std::string` here: -Wrestrict).
 std::string FusedProgram::describe() const {
   std::string out;
   const int32_t n = int32_t(input_types.size());
   auto name = [&](int32_t r) {
-    return r < n ? "in" + std::to_string(r) : "r" + std::to_string(r - n);
+    out += r < n ? "in" : "r";
+    out += std::to_string(r < n ? r : r - n);
   };
   for (size_t i = 0; i < steps.size(); ++i) {
     const FusedStep& s = steps[i];
     if (i) out += "; ";
-    out += "r" + std::to_string(i) + "=";
+    name(n + int32_t(i));
+    out += '=';
     switch (s.kind) {
       case FusedStep::Kind::Unary:
         out += unary_name(UnaryOp(s.op));
@@ -169,16 +172,25 @@ std::string FusedProgram::describe() const {
         out += "select";
         break;
       case FusedStep::Kind::Cast:
-        out += std::string("convert[") + dtype_name(s.result_type) + "]";
+        out += "convert[";
+        out += dtype_name(s.result_type);
+        out += ']';
         break;
     }
-    out += "(";
-    for (int k = 0; k < 3 && s.args[k] >= 0; ++k) out += (k ? "," : "") + name(s.args[k]);
-    out += ")";
+    out += '(';
+    for (int k = 0; k < 3 && s.args[k] >= 0; ++k) {
+      if (k) out += ',';
+      name(s.args[k]);
+    }
+    out += ')';
   }
   out += " -> (";
-  for (size_t i = 0; i < outputs.size(); ++i) out += (i ? "," : "") + name(outputs[i]);
-  return out + ")";
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (i) out += ',';
+    name(outputs[i]);
+  }
+  out += ')';
+  return out;
 }
 
 std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
