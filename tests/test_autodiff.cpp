@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "lanes/lanes.h"
 
@@ -169,4 +170,16 @@ TEST(Autodiff, Errors) {
     grad([](const Tensor& a, const Tensor& b) { return sum(a * b); }, 2)(ones({3}), ones({3}));
   });
   EXPECT_NE(msg.find("argnums 2"), std::string::npos) << msg;
+}
+
+TEST(Autodiff, ReluDerivativeAtZeroIsZeroAsInJax) {
+  const Tensor x = tensor(std::vector<float>{-2.0f, 0.0f, 3.0f}, {3});
+  const auto g = grad([](const Tensor& v) { return sum(relu(v)); })(x).to_vector<float>();
+  EXPECT_EQ(g, (std::vector<float>{0.0f, 0.0f, 1.0f}));
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const auto y = relu(tensor(std::vector<float>{-inf, nan, inf, -0.5f}, {4})).to_vector<float>();
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_TRUE(std::isnan(y[1]));
+  EXPECT_EQ(y[2], inf);
+  EXPECT_EQ(y[3], 0.0f);
 }

@@ -111,9 +111,12 @@ Tensor square(const Tensor& x) {
   return multiply(x, x);
 }
 
+// A select rather than maximum(x, 0): the same values (NaN stays NaN), but the derivative at 0
+// is 0, as jax.nn.relu defines it, not the 0.5 of maximum's evenly split tie.
 Tensor relu(const Tensor& x) {
   need(x, "relu", "x");
-  return maximum(x, weak_scalar(0.0, false, x));
+  const Tensor zero = weak_scalar(0.0, false, x);
+  return where(less_equal(x, zero), zero, x);
 }
 
 // The bounds are converted to x's dtype, which clip keeps; for integers they round inward
