@@ -61,6 +61,7 @@ void run_unary(F f, const T* x, T* out, int64_t n) {
 template <class T, class Fn>
 void with_unary(UnaryOp op, Fn&& fn) {
   if constexpr (loops::kFloat<T>) {
+    // clang-format off (it reflows the macro cases differently on every run)
     switch (op) {
 #define LANES_CASE(Name) \
   case UnaryOp::Name:    \
@@ -69,11 +70,21 @@ void with_unary(UnaryOp op, Fn&& fn) {
       LANES_CASE(Log)
       LANES_CASE(Log1p)
       LANES_CASE(Expm1)
-      LANES_CASE(Sqrt) LANES_CASE(Rsqrt) LANES_CASE(Tanh) LANES_CASE(Logistic) LANES_CASE(Sin)
-          LANES_CASE(Cos) LANES_CASE(Erf) LANES_CASE(Floor) LANES_CASE(Ceil) LANES_CASE(Round)
+      LANES_CASE(Sqrt)
+      LANES_CASE(Rsqrt)
+      LANES_CASE(Tanh)
+      LANES_CASE(Logistic)
+      LANES_CASE(Sin)
+      LANES_CASE(Cos)
+      LANES_CASE(Erf)
+      LANES_CASE(Floor)
+      LANES_CASE(Ceil)
+      LANES_CASE(Round)
 #undef LANES_CASE
-              default : break;
+      default:
+        break;
     }
+    // clang-format on
   }
   if constexpr (std::is_same_v<T, bool>) {
     if (op == UnaryOp::LogicalNot) return fn(vm::LogicalNot{});
