@@ -162,6 +162,21 @@ TEST(Autodiff, StopGradientBlocksTheDerivative) {
   expect_close(grad([](const Tensor& v) { return sum(stop_gradient(v) * v); })(x), x);
 }
 
+// Traced, square's rule gives g * 2x in one product; a stop_gradient factor must still count once.
+TEST(Autodiff, SquareAndStopGradientUnderTrace) {
+  const Tensor x = randn({4, 3}, 16);
+  expect_close(vmap(grad([](const Tensor& v) { return sum(square(v)); }))(x), x * 2.0);
+  expect_close(vmap(grad([](const Tensor& v) { return sum(stop_gradient(v) * v); }))(x), x);
+  expect_close(vmap(jacfwd([](const Tensor& v) { return v * v; }))(x),
+               vmap(jacrev([](const Tensor& v) { return v * v; }))(x));
+  // d(v_i^2)/dv_j = 2 v_i delta_ij, per example.
+  const std::vector<double> v = x.to_vector<double>();
+  std::vector<double> want(4 * 3 * 3, 0.0);
+  for (int b = 0; b < 4; ++b)
+    for (int i = 0; i < 3; ++i) want[b * 9 + i * 3 + i] = 2 * v[b * 3 + i];
+  expect_close(vmap(jacrev([](const Tensor& u) { return u * u; }))(x), tensor(want, {4, 3, 3}));
+}
+
 TEST(Autodiff, Errors) {
   std::string msg = error_of([] { grad([](const Tensor& v) { return v * 2.0; })(ones({3})); });
   EXPECT_NE(msg.find("0-d float"), std::string::npos) << msg;

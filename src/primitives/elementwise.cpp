@@ -4,6 +4,7 @@
 
 #include <numbers>
 
+#include "ir/trace.h"
 #include "ops/internal.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
@@ -169,6 +170,24 @@ std::vector<Batched> Binary::batch(const std::vector<Batched>& in, int64_t size)
   return batch_elementwise(*this, in, size);
 }
 
+namespace {
+
+// Whether a and b are one traced value. Concrete tensors cannot tell: stop_gradient(v) * v sees
+// two views of v's storage, but only one factor is differentiated.
+bool same_value(const Tensor& a, const Tensor& b) {
+  return a.is_tracer() && b.is_tracer() && a.tracer()->trace_id == b.tracer()->trace_id &&
+         a.tracer()->value == b.tracer()->value;
+}
+
+// x * x (square): the derivative 2x, so the cotangent is one product, g * 2x, where the general
+// rule gives g * x + g * x; under vmap of a Jacobian, g is batched and x is not, and 2x is then
+// computed once rather than a second pass over the batch.
+bool is_square(kernels::BinaryOp kind, const std::vector<Tensor>& x) {
+  return kind == kernels::BinaryOp::Mul && same_value(x[0], x[1]);
+}
+
+}  // namespace
+
 std::vector<Tensor> Binary::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
                                 const std::vector<Tensor>& y) const {
   using K = kernels::BinaryOp;
@@ -176,6 +195,8 @@ std::vector<Tensor> Binary::jvp(const std::vector<Tensor>& x, const std::vector<
     return {Tensor()};
   if (kind_ == K::Add) return {plus(t[0], t[1])};
   if (kind_ == K::Sub) return {plus(t[0], t[1].defined() ? negative(t[1]) : Tensor())};
+  if (is_square(kind_, x) && t[0].defined() && t[1].defined() && same_value(t[0], t[1]))
+    return {times(t[0], x[0] * 2.0)};
   const auto [da, db] = binary_partials(kind_, x[0], x[1], y[0]);
   return {plus(times(t[0], da), times(t[1], db))};
 }
@@ -189,6 +210,7 @@ std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& x, const std::vector<
     return {Tensor(), Tensor()};
   if (kind_ == K::Add) return {g, g};
   if (kind_ == K::Sub) return {g, negative(g)};
+  if (is_square(kind_, x)) return {times(g, x[0] * 2.0), Tensor()};
   const auto [da, db] = binary_partials(kind_, x[0], x[1], y[0]);
   return {times(g, da), times(g, db)};
 }

@@ -1,7 +1,9 @@
 // Reverse and forward mode over traced graphs, and the Jacobians built from them.
 #include "lanes/autodiff.h"
 
+#include <deque>
 #include <memory>
+#include <mutex>
 
 #include "ops/internal.h"
 
@@ -205,15 +207,38 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
   return {ys, ts};
 }
 
+namespace {
+
+// The rows of the n x n identity, shaped (n, shape...), kept across calls. A Jacobian's basis is
+// then the same tensor every time, so the vmap cache, which keys large constants by address,
+// finds the batched graph of a nested Jacobian (hessian's jacrev inside jacfwd) instead of
+// batching it afresh on every call. Tensors are immutable, so sharing one is safe; the few kept
+// are bounded in bytes.
+Tensor identity_basis(int64_t n, DType dtype, const Shape& shape) {
+  constexpr size_t kKeep = 4;
+  constexpr int64_t kMaxBytes = int64_t{64} << 20;
+  static std::mutex mutex;
+  static std::deque<Tensor> kept;  // (n, n) identities, newest first
+  Shape basis_shape{n};
+  basis_shape.insert(basis_shape.end(), shape.begin(), shape.end());
+  if (n * n * int64_t(dtype_size(dtype)) > kMaxBytes) return reshape(eye(n, dtype), basis_shape);
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const Tensor& e : kept)
+    if (e.shape(0) == n && e.dtype() == dtype) return reshape(e, basis_shape);
+  kept.push_front(eye(n, dtype));
+  if (kept.size() > kKeep) kept.pop_back();
+  return reshape(kept.front(), basis_shape);
+}
+
+}  // namespace
+
 Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf,
                     const VmapCache& cache) {
   check(lin.outputs.size() == 1 && is_floating(lin.outputs[0].dtype()),
         "jacrev: the function must return one float tensor");
   const Tensor& y = lin.outputs[0];
   const int64_t n = y.numel();
-  Shape basis_shape{n};
-  basis_shape.insert(basis_shape.end(), y.shape().begin(), y.shape().end());
-  const Tensor basis = reshape(eye(n, y.dtype()), basis_shape);
+  const Tensor basis = identity_basis(n, y.dtype(), y.shape());
   VmapOptions options;
   options.axis_size = n;
   const Tensor rows = Vmapped([&](const Tensor& ct) { return lin.backward({ct})[leaf]; }, 0, 0,
@@ -229,9 +254,7 @@ Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t le
   check(is_floating(x.dtype()), "jacfwd: the argument must be a float tensor, got ",
         dtype_name(x.dtype()));
   const int64_t m = x.numel();
-  Shape basis_shape{m};
-  basis_shape.insert(basis_shape.end(), x.shape().begin(), x.shape().end());
-  const Tensor basis = reshape(eye(m, x.dtype()), basis_shape);
+  const Tensor basis = identity_basis(m, x.dtype(), x.shape());
   const TensorType y = g.types[g.outputs.at(0)];
   check(g.outputs.size() == 1 && is_floating(y.dtype),
         "jacfwd: the function must return one float tensor");
