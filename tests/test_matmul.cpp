@@ -302,3 +302,33 @@ TEST(Matmul, JacrevRunsNoDeadCotangentProducts) {
 }
 
 }  // namespace
+
+// A large product with the identity copies the other factor instead of running a GEMM, in either
+// position and layout; a near-identity still multiplies, and an inf makes the NaNs IEEE gives.
+TEST(Matmul, ProductsWithTheIdentity) {
+  const int64_t n = 160;
+  const Tensor w = sample({n, n}, kFloat32, 4), i = eye(n);
+  for (const Tensor& x : {w, transpose(w)}) {
+    Tensor c;
+    auto calls = count([&] { c = matmul(i, x); });
+    EXPECT_EQ(calls.gemm_calls, 0);
+    EXPECT_EQ(c.to_vector<double>(), naive(i, x.contiguous()));
+    calls = count([&] { c = matmul(x, transpose(i)); });
+    EXPECT_EQ(calls.gemm_calls, 0);
+    EXPECT_EQ(c.to_vector<double>(), naive(x.contiguous(), i));
+  }
+  std::vector<double> near(n * n, 0.0);
+  for (int64_t k = 0; k < n; ++k) near[k * n + k] = 1.0;
+  near[(n - 1) * n + 3] = 2.0;  // the last row differs
+  const Tensor almost = cast(tensor(near, {n, n}), kFloat32);
+  auto calls = count([&] { EXPECT_EQ(matmul(almost, w).to_vector<double>(), naive(almost, w)); });
+  EXPECT_EQ(calls.gemm_calls, 1);
+  std::vector<double> v = w.to_vector<double>();
+  v[5 * n + 7] = INFINITY;
+  const Tensor with_inf = cast(tensor(v, {n, n}), kFloat32);
+  const std::vector<double> got = matmul(i, with_inf).to_vector<double>(),
+                            want = naive(i, with_inf);
+  for (int64_t k = 0; k < n * n; ++k)
+    EXPECT_TRUE(got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k]))) << k;
+  EXPECT_TRUE(std::isnan(got[0 * n + 7]));  // 0 * inf in row 0, column 7
+}

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -145,6 +146,64 @@ void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
   }
   const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / flops));  // a few us per chunk
   parallel_for(batch, grain, run);
+}
+
+// ---- products with the identity -------------------------------------------------------------
+//
+// jacrev is a vmap of a pullback over the rows of the identity (jax's vmap(vjp) spelling too), so
+// its first product is I @ W: a full GEMM (512^3 for a 512-wide layer, half of jacobian_mlp's
+// time) that returns W. The operands are plain tensors by then, so the kernel checks: a matrix
+// that is not the identity fails on its first entries, and a large GEMM is worth the check.
+
+template <class T>
+T entry(const T* p, const Matrix& m, int64_t i, int64_t j) {
+  return p[i * m.rows.stride + j * m.cols.stride];
+}
+
+// Whether the square matrix at p is the identity.
+template <class T>
+bool is_identity(const T* p, const Matrix& m) {
+  const int64_t n = m.rows.size;
+  if (n != m.cols.size || n < 2) return false;
+  if (entry(p, m, 0, 0) != T(1) || entry(p, m, 0, 1) != T(0) || entry(p, m, 1, 0) != T(0))
+    return false;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      if (entry(p, m, i, j) != (i == j ? T(1) : T(0))) return false;
+  return true;
+}
+
+// Copies the matrix at p into the row-major out; false if it holds an inf or NaN, whose product
+// with the identity's zeros IEEE makes NaN (then the GEMM runs after all, for exact semantics).
+template <class T>
+bool copy_if_finite(const T* p, const Matrix& m, T* out) {
+  const int64_t rows = m.rows.size, cols = m.cols.size;
+  std::atomic<bool> finite{true};
+  parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, cols)),
+               [&](int64_t begin, int64_t end) {
+                 bool ok = true;
+                 for (int64_t i = begin; i < end; ++i) {
+                   T* row = out + i * cols;
+                   for (int64_t j = 0; j < cols; ++j) {
+                     row[j] = entry(p, m, i, j);
+                     ok = ok && std::isfinite(row[j]);
+                   }
+                 }
+                 if (!ok) finite = false;
+               });
+  return finite;
+}
+
+// out = a @ b without a GEMM when a large one has the identity as a factor.
+template <class T>
+bool identity_product(const Operand& a, const Operand& b, T* out) {
+  const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(b.m.cols.size);
+  if (flops < 4e6) return false;  // ~128^3: below it the GEMM is as cheap as the check
+  const T* pa = a.view.data<T>();
+  const T* pb = b.view.data<T>();
+  if (is_identity(pa, a.m)) return copy_if_finite(pb, b.m, out);
+  if (is_identity(pb, b.m)) return copy_if_finite(pa, a.m, out);
+  return false;
 }
 
 // A product with a degenerate matrix (M, N or K of 1) by the hand loops of matmul_small.h, which
@@ -298,7 +357,7 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
       int_matmul<T>(a, b, batch, out.mutable_data<T>());
     else if (small)
       small_batched<T>(a, b, batch, out.mutable_data<T>());
-    else
+    else if (batch > 1 || !identity_product<T>(a, b, out.mutable_data<T>()))
       gemm_batched<T>(a, b, batch, out.mutable_data<T>());
   });
   return out;
