@@ -29,6 +29,11 @@ namespace detail {
 /// that batching and autodiff introduce (src/runtime/passes.cpp).
 Graph optimize(const Graph& g);
 
+/// Rewrites a sum of dot_generals with equal dimension numbers whose outputs are larger than their
+/// operands (per-step outer products of a loop's weight gradient) into one dot_general over the
+/// stacked operands (src/runtime/dot_sums.cpp). Part of optimize.
+Graph merge_dot_sums(const Graph& g);
+
 /// Groups chains of elementwise nodes of one shape into fused_elementwise nodes, each run as one
 /// tiled pass over memory (src/runtime/fusion.cpp). The last step before execution.
 Graph fuse_elementwise(const Graph& g);

@@ -488,7 +488,13 @@ Graph eliminate_dead_code(Graph g) {
 }  // namespace
 
 Graph optimize(const Graph& g) {
-  return eliminate_dead_code(Rewriter(eliminate_dead_code(g)).run());
+  Graph out = Rewriter(eliminate_dead_code(g)).run();
+  Graph merged = merge_dot_sums(out);
+  // A merge adds nodes (the old terms die only in the next DCE); the stacked operands of two
+  // merged sums often coincide, so CSE runs again.
+  if (merged.nodes.size() != out.nodes.size())
+    out = Rewriter(eliminate_dead_code(std::move(merged))).run();
+  return eliminate_dead_code(std::move(out));
 }
 
 }  // namespace lanes::detail
