@@ -14,14 +14,19 @@
 namespace lanes {
 
 namespace {
-constexpr size_t kAlignment = 64;           // a cache line; also the widest SIMD load (AVX-512)
-constexpr size_t kLarge = size_t{1} << 21;  // 2 MiB: a huge page; larger blocks are cached
+constexpr size_t kAlignment = 64;            // a cache line; also the widest SIMD load (AVX-512)
+constexpr size_t kLarge = size_t{1} << 21;   // 2 MiB: a huge page; larger blocks take whole ones
+constexpr size_t kCached = size_t{1} << 16;  // blocks from 64 KiB up are cached
+constexpr size_t kPage = size_t{1} << 12;
 constexpr size_t kCacheLimit = size_t{1} << 30;
 
-// Large blocks are kept after use and handed out again (a caching allocator, as MLX and
-// PyTorch do): touching fresh memory costs a page fault per 4 KiB page (measured ~13 us here),
-// which is more than the arithmetic of a streaming kernel. Fresh large blocks ask for
-// transparent huge pages, which cut the first touch of 64 MB from ~200 ms to ~8 ms.
+// Blocks of 64 KiB and more are kept after use and handed out again (a caching allocator, as MLX
+// and PyTorch do): touching fresh memory costs a page fault per 4 KiB page (measured ~13 us
+// here), which is more than the arithmetic of a streaming kernel. Fresh large blocks ask for
+// transparent huge pages, which cut the first touch of 64 MB from ~200 ms to ~8 ms. Blocks below
+// 2 MiB were left to malloc at first, but glibc returns the top of its heap to the system and
+// maps large requests afresh: the 1.6 MB per-step products of an LSTM's gradient page-faulted on
+// every call (16% of its time).
 class BlockCache {
  public:
   void* take(size_t bytes) {
@@ -73,7 +78,7 @@ void count_alloc(size_t bytes) {
 }
 
 size_t rounded_size(size_t bytes) {
-  const size_t unit = bytes >= kLarge ? kLarge : kAlignment;
+  const size_t unit = bytes >= kLarge ? kLarge : bytes >= kCached ? kPage : kAlignment;
   return std::max(unit, (bytes + unit - 1) / unit * unit);
 }
 }  // namespace
@@ -86,14 +91,14 @@ void empty_cache() { block_cache().clear(); }
 
 Storage::Storage(size_t bytes) : bytes_(bytes) {
   const size_t size = rounded_size(bytes);
-  if (size >= kLarge) {
+  if (size >= kCached) {
     data_ = block_cache().take(size);
     if (data_) {
       count_alloc(size);
       return;
     }
-    data_ = std::aligned_alloc(kLarge, size);
-    if (data_) madvise(data_, size, MADV_HUGEPAGE);
+    data_ = std::aligned_alloc(size >= kLarge ? kLarge : kPage, size);
+    if (data_ && size >= kLarge) madvise(data_, size, MADV_HUGEPAGE);
   } else {
     data_ = std::aligned_alloc(kAlignment, size);
   }
@@ -104,7 +109,7 @@ Storage::Storage(size_t bytes) : bytes_(bytes) {
 Storage::~Storage() {
   const size_t size = rounded_size(bytes_);
   g_live.fetch_sub(size, std::memory_order_relaxed);
-  if (size >= kLarge && block_cache().give(data_, size)) return;
+  if (size >= kCached && block_cache().give(data_, size)) return;
   std::free(data_);
 }
 
