@@ -138,6 +138,12 @@ TEST(Elementwise, ResultsIndependentOfLayoutAndThreads) {
     lanes::set_num_threads(threads);
     EXPECT_EQ(0, std::memcmp(want.raw_data(), one_thread.raw_data(), n * m * sizeof(float)));
   }
+  // Small transposed operands go by whole rows, large ones (above) by tiles: the same bits.
+  const Tensor small = lanes::slice(x, {0, 0}, {40, 70});
+  const Tensor small_t = lanes::transpose(lanes::transpose(small).contiguous());
+  const Tensor sum = small + small_t, product = small * small;
+  EXPECT_EQ((sum * 0.5).to_vector<float>(), small.contiguous().to_vector<float>());
+  EXPECT_EQ((small_t * small_t).to_vector<float>(), product.to_vector<float>());
   // A broadcast scalar row equals the element computed alone.
   const Tensor row = lanes::broadcast_to(lanes::scalar(0.3f), {5, 1000});
   const auto e = lanes::exp(row).to_vector<float>();

@@ -59,11 +59,15 @@ Space<K> make_space(const Tensor& out, const std::array<const Tensor*, K - 1>& i
 
 /// Whether some input walks the last dim with a larger stride than the one before it (a
 /// transposed view): row-by-row iteration would then touch a new cache line - and, for wide
-/// tensors, a new page - per element, so the last two dims are visited in tiles instead.
+/// tensors, a new page - per element, so the last two dims are visited in tiles instead. Unless
+/// the last two dims span few elements: then the lines a row touches are still cached for the
+/// next rows, and whole rows beat 16-element tiles (a (100, 32, 128) add of a transposed operand
+/// took 0.63 ms in tiles, 0.17 ms by rows).
 template <size_t K>
 bool needs_tiles(const Space<K>& s) {
+  constexpr int64_t kCachedSlab = int64_t{1} << 15;  // elements: 128 KiB of float32, in L2
   const size_t nd = s.shape.size();
-  if (nd < 2) return false;
+  if (nd < 2 || s.shape[nd - 1] * s.shape[nd - 2] <= kCachedSlab) return false;
   for (size_t k = 1; k < K; ++k) {
     const int64_t inner = std::abs(s.strides[k][nd - 1]), outer = std::abs(s.strides[k][nd - 2]);
     if (inner > 1 && outer != 0 && outer < inner) return true;
