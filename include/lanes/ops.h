@@ -230,4 +230,18 @@ struct Conv2dOptions {
 /// (C, H, W); weight (O, C / groups, kH, kW). Returns (N, O, H', W') or (O, H', W').
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dOptions& options = {});
 
+struct ConvTranspose2dOptions {
+  std::vector<int64_t> stride{1, 1};
+  std::vector<int64_t> padding{0, 0};         // removed from each side of the full output (h, w)
+  std::vector<int64_t> output_padding{0, 0};  // added at the bottom / right; < stride or dilation
+  std::vector<int64_t> dilation{1, 1};
+  int64_t groups = 1;
+};
+/// 2-d transposed convolution, as PyTorch's conv_transpose2d: the gradient of conv2d with respect
+/// to its input. Input (N, C_in, H, W) or one example (C_in, H, W); weight
+/// (C_in, C_out / groups, kH, kW). Returns (N, C_out, H', W') or (C_out, H', W') with
+/// H' = (H - 1) stride - 2 padding + dilation (kH - 1) + output_padding + 1.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight,
+                        const ConvTranspose2dOptions& options = {});
+
 }  // namespace lanes

@@ -1,12 +1,20 @@
-// 2-d convolution (cross-correlation, as PyTorch / lax.conv_general_dilated in NCHW / OIHW) on
-// concrete float tensors: im2col + GEMM through BLAS, one GEMM per (example, group).
+// 2-d convolution (cross-correlation, as PyTorch / lax.conv_general_dilated in NCHW / OIHW) and
+// its two transposes on concrete float tensors, all as im2col + GEMM through BLAS:
 //
-// The im2col matrix of one (example, group) is (C/groups * kH * kW) x (H' * W'); it is built in
-// tiles of output rows so its memory stays bounded for large images. A 1x1, stride-1, unpadded
-// convolution is a GEMM on the input as it is (no im2col). Work is spread over threads by
-// (example, group) items with single-threaded GEMMs (inside an OpenMP region OpenBLAS's OpenMP
-// build runs single-threaded) when there are enough items or they are small; otherwise items
-// run one by one, each GEMM threaded by BLAS and each im2col by lanes.
+//   conv2d            out (N, O, H', W')      = W (O x K) @ col(x)            per (example, group)
+//   conv_transpose2d  x-shaped (N, C, H, W)   = col2im(W^T (K x O) @ ct)     (the input gradient)
+//   conv_weight_grad  w-shaped (O, C/g, kH, kW) = sum_n ct_n (O x P) @ col(x_n)^T
+//
+// with K = C / groups * kH * kW and P = H' * W'. The im2col matrix holds, per kernel tap, the
+// input under that tap for every output position; it is gathered from a zero-padded copy of one
+// (example, group) with precomputed offsets (no bounds checks in the inner loop), so strides and
+// dilations cost nothing extra. Small images go side by side: the columns of several examples
+// form one wider matrix and one GEMM, since BLAS is slow on GEMMs a few dozen columns wide. A
+// large image is built in tiles of output rows so the matrix's memory stays bounded.
+//
+// Threads: work is spread by (examples, group) items with single-threaded GEMMs (inside an OpenMP
+// region OpenBLAS's OpenMP build runs single-threaded) when there are enough items or they are
+// small; otherwise items run one by one, each GEMM threaded by BLAS and each im2col by lanes.
 #pragma once
 
 #include <array>
@@ -32,5 +40,16 @@ inline int64_t conv_out_size(int64_t in, int64_t kernel, int64_t stride, int64_t
 /// x (N, C, H, W), w (O, C / groups, kH, kW), both float32 or both float64, valid for `p` (the
 /// primitive checked) -> (N, O, H', W').
 Tensor conv2d(const Tensor& x, const Tensor& w, const ConvParams& p);
+
+/// The transpose of conv2d in its input: ct (N, O, H', W') and w (O, C / groups, kH, kW) ->
+/// (N, C, H, W); (H', W') is at most conv2d's output size for an (H, W) input (positions past
+/// H', W' count as zero cotangents).
+Tensor conv_transpose2d(const Tensor& ct, const Tensor& w, const ConvParams& p,
+                        std::array<int64_t, 2> input_size);
+
+/// The transpose of conv2d in its weight: x (N, C, H, W) and ct (N, O, H', W') ->
+/// (O, C / groups, kH, kW), summed over the examples; (H', W') is at most conv2d's output size.
+Tensor conv_weight_grad(const Tensor& x, const Tensor& ct, const ConvParams& p,
+                        std::array<int64_t, 2> kernel_size);
 
 }  // namespace lanes::kernels

@@ -11,27 +11,136 @@ namespace lanes::prim {
 
 namespace {
 
-std::string pair_str(const std::array<int64_t, 2>& v) { return list_str({v[0], v[1]}); }
+using Pair = std::array<int64_t, 2>;
+
+std::string pair_str(const Pair& v) { return list_str({v[0], v[1]}); }
 
 // " (input shape (1, 2, 5, 5), weight shape (4, 2, 3, 3))": every message names both operands.
-std::string operands(const Shape& x, const Shape& w) {
-  return " (input shape " + shape_str(x) + ", weight shape " + shape_str(w) + ")";
+std::string operands(const Shape& x, const Shape& w, const char* first = "input",
+                     const char* second = "weight") {
+  return std::string(" (") + first + " shape " + shape_str(x) + ", " + second + " shape " +
+         shape_str(w) + ")";
 }
 
-void check_params(const kernels::ConvParams& p) {
+void check_params(const char* op, const kernels::ConvParams& p) {
   for (int i = 0; i < 2; ++i) {
-    check(p.stride[i] > 0, "conv2d: stride must be positive, got ", pair_str(p.stride));
-    check(p.dilation[i] > 0, "conv2d: dilation must be positive, got ", pair_str(p.dilation));
-    check(p.padding[i] >= 0, "conv2d: padding must be non-negative, got ", pair_str(p.padding));
+    check(p.stride[i] > 0, op, ": stride must be positive, got ", pair_str(p.stride));
+    check(p.dilation[i] > 0, op, ": dilation must be positive, got ", pair_str(p.dilation));
+    check(p.padding[i] >= 0, op, ": padding must be non-negative, got ", pair_str(p.padding));
   }
-  check(p.groups > 0, "conv2d: groups must be positive, got ", p.groups);
+  check(p.groups > 0, op, ": groups must be positive, got ", p.groups);
+}
+
+// Both operands rank 4, of one float dtype; the params valid.
+void check_operands(const char* op, const std::vector<TensorType>& in, const char* rank0,
+                    const char* rank1, const std::string& where, const kernels::ConvParams& p) {
+  check_arity(in, 2, op);
+  check(in[0].shape.size() == 4, op, ": input must have rank 4 ", rank0, where);
+  check(in[1].shape.size() == 4, op, ": ", rank1, where);
+  check(in[0].dtype == in[1].dtype, op, ": operands must have one dtype, got ",
+        dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype), where);
+  check(is_floating(in[0].dtype), op, ": only float32 and float64 are supported, got ",
+        dtype_name(in[0].dtype), where);
+  check_params(op, p);
+}
+
+// The dilated kernel extent along spatial dim i.
+int64_t span(const kernels::ConvParams& p, int i, int64_t k) { return p.dilation[i] * (k - 1) + 1; }
+
+// Checks that every window of `out` positions along spatial dim i fits a `what` of size `in`
+// (`out` is at most conv2d's output size for it).
+void check_fits(const char* op, const char* what, const kernels::ConvParams& p, int i, int64_t in,
+                int64_t k, int64_t out, const std::string& where) {
+  check(k >= 1, op, ": the kernel must have positive size", where);
+  const int64_t need = (out - 1) * p.stride[i] + span(p, i, k) - 2 * p.padding[i];
+  check(in >= need && in >= 0, op, ": ", what, " ", i == 0 ? "height " : "width ", in,
+        " is too small for ", out, " positions with this kernel, stride, padding and dilation (",
+        need, " needed)", where);
 }
 
 Tensor conv_with(const kernels::ConvParams& p, const Tensor& x, const Tensor& w) {
   return bind1(std::make_shared<const Conv>(p), {x, w});
 }
+Tensor transpose_with(const kernels::ConvParams& p, Pair size, const Tensor& ct, const Tensor& w) {
+  return bind1(std::make_shared<const ConvTranspose>(p, size), {ct, w});
+}
+Tensor weight_grad_with(const kernels::ConvParams& p, Pair kernel, const Tensor& x,
+                        const Tensor& ct) {
+  return bind1(std::make_shared<const ConvWeightGrad>(p, kernel), {x, ct});
+}
+
+Pair spatial(const Tensor& t) { return {t.shape(2), t.shape(3)}; }
+
+// conv(x, w) cut to the first (H', W') positions: Conv's output may be larger than a transpose's
+// cotangent (ConvTranspose with output padding).
+Tensor conv_cut(const kernels::ConvParams& p, const Tensor& x, const Tensor& w, Pair size) {
+  const Tensor y = conv_with(p, x, w);
+  if (spatial(y) == size) return y;
+  return slice(y, {0, 0, 0, 0}, {y.shape(0), y.shape(1), size[0], size[1]});
+}
+
+Tensor add_defined(const Tensor& a, const Tensor& b) {
+  return a.defined() ? (b.defined() ? add(a, b) : a) : b;
+}
+
+// ---- batching helpers: a batched (B, N, C, H, W) value folded into a 4-d operand --------------
+
+// (B * N, C, H, W): the examples of every batch entry one after another.
+Tensor into_examples(const Batched& v) {
+  const Tensor t = batching::move_batch_dim(v, 0);
+  return reshape(t, {t.shape(0) * t.shape(1), t.shape(2), t.shape(3), t.shape(4)});
+}
+
+// (N, B * C, H, W): batch entry b's channels form the block b (with groups B * g, entry b's
+// group grp is group b * g + grp). A single example (N = 1) needs no transpose.
+Tensor into_groups(const Batched& v) {
+  Tensor t = batching::move_batch_dim(v, 0);
+  const Shape s = t.shape();
+  if (s[1] != 1) t = moveaxis(t, 0, 1);
+  return reshape(t, {s[1], s[0] * s[2], s[3], s[4]});
+}
+
+// (N, g * B * Cg, H, W): within each of the g groups, the batch entries' channels side by side,
+// so one group of a g-group conv sees every entry's channels of that group.
+Tensor within_groups(const Batched& v, int64_t g) {
+  const Tensor t = batching::move_batch_dim(v, 0);
+  const Shape s = t.shape();
+  const Tensor u = transpose(reshape(t, {s[0], s[1], g, s[2] / g, s[3], s[4]}), {1, 2, 0, 3, 4, 5});
+  return reshape(u, {s[1], s[2] * s[0], s[3], s[4]});
+}
+
+// Undoes within_groups on an axis of size g * B * c at `axis` of y: -> B at `axis`, then g * c.
+Batched split_within_groups(const Tensor& y, int64_t axis, int64_t g, int64_t b) {
+  Shape s = y.shape();
+  const int64_t c = s[axis] / (g * b);
+  Shape split(s.begin(), s.begin() + axis);
+  for (int64_t d : {g, b, c}) split.push_back(d);
+  split.insert(split.end(), s.begin() + axis + 1, s.end());
+  std::vector<int64_t> perm(split.size());
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
+  std::swap(perm[axis], perm[axis + 1]);  // (g, B) -> (B, g)
+  Shape merged = s;
+  merged[axis] = g * c;
+  merged.insert(merged.begin() + axis, b);
+  return {reshape(transpose(reshape(y, split), perm), merged), axis};
+}
+
+// (B, N, C, ...) results of a conv whose groups were multiplied by B come out as (N, B * C, ...).
+Batched split_groups(const Tensor& y, int64_t axis, int64_t b) {
+  Shape s = y.shape();
+  s[axis] /= b;
+  s.insert(s.begin() + axis, b);
+  return {reshape(y, s), axis};
+}
+
+kernels::ConvParams times_groups(kernels::ConvParams p, int64_t b) {
+  p.groups *= b;
+  return p;
+}
 
 }  // namespace
+
+// ---- Conv ------------------------------------------------------------------------------------
 
 std::string Conv::params() const {
   return "stride=" + pair_str(p_.stride) + ", padding=" + pair_str(p_.padding) +
@@ -42,13 +151,8 @@ std::vector<TensorType> Conv::infer(const std::vector<TensorType>& in) const {
   check_arity(in, 2, "conv2d");
   const Shape &xs = in[0].shape, &ws = in[1].shape;
   const std::string where = operands(xs, ws);
-  check(xs.size() == 4, "conv2d: input must have rank 4 (N, C, H, W)", where);
-  check(ws.size() == 4, "conv2d: weight must have rank 4 (O, C / groups, kH, kW)", where);
-  check(in[0].dtype == in[1].dtype, "conv2d: operands must have one dtype, got ",
-        dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype), where);
-  check(is_floating(in[0].dtype), "conv2d: only float32 and float64 are supported, got ",
-        dtype_name(in[0].dtype), where);
-  check_params(p_);
+  check_operands("conv2d", in, "(N, C, H, W)", "weight must have rank 4 (O, C / groups, kH, kW)",
+                 where, p_);
   const int64_t g = p_.groups, c = xs[1], o = ws[0];
   check(c % g == 0, "conv2d: groups = ", g, " does not divide the ", c, " input channels", where);
   check(o % g == 0, "conv2d: groups = ", g, " does not divide the ", o, " output channels", where);
@@ -58,9 +162,9 @@ std::vector<TensorType> Conv::infer(const std::vector<TensorType>& in) const {
   for (int i = 0; i < 2; ++i) {
     const int64_t k = ws[2 + i], n = xs[2 + i];
     check(k >= 1, "conv2d: the kernel must have positive size", where);
-    const int64_t span = p_.dilation[i] * (k - 1) + 1;
-    check(span <= n + 2 * p_.padding[i], "conv2d: kernel ", i == 0 ? "height" : "width", " ", span,
-          " (dilated) is bigger than the padded input ", n + 2 * p_.padding[i], where);
+    check(span(p_, i, k) <= n + 2 * p_.padding[i], "conv2d: kernel ", i == 0 ? "height" : "width",
+          " ", span(p_, i, k), " (dilated) is bigger than the padded input ", n + 2 * p_.padding[i],
+          where);
     out[2 + i] = kernels::conv_out_size(n, k, p_.stride[i], p_.padding[i], p_.dilation[i]);
   }
   return {{out, in[0].dtype}};
@@ -76,115 +180,151 @@ std::vector<Tensor> Conv::eval(const std::vector<Tensor>& in) const {
 // (B, N, O, H', W'), reshaped, never looped.
 std::vector<Batched> Conv::batch(const std::vector<Batched>& in, int64_t size) const {
   const int64_t b = size, g = p_.groups;
-  const Shape xs =
-      in[0].mapped() ? batching::move_batch_dim(in[0], 0).shape() : in[0].value.shape();
-  if (!in[1].mapped()) {  // x (B, N, C, H, W)
-    const Tensor x = batching::move_batch_dim(in[0], 0);
-    const Tensor y = conv_with(p_, reshape(x, {b * xs[1], xs[2], xs[3], xs[4]}), in[1].value);
-    return {{reshape(y, {b, xs[1], y.shape(1), y.shape(2), y.shape(3)}), 0}};
+  if (!in[1].mapped()) {
+    const Tensor y = conv_with(p_, into_examples(in[0]), in[1].value);
+    return {{reshape(y, {b, y.shape(0) / b, y.shape(1), y.shape(2), y.shape(3)}), 0}};
   }
-  const Tensor w = batching::move_batch_dim(in[1], 0);  // (B, O, C / g, kH, kW)
-  const int64_t o = w.shape(1), og = o / g, cg = w.shape(2), kh = w.shape(3), kw = w.shape(4);
   if (!in[0].mapped()) {  // weights of group grp for every example next to each other
+    const Tensor w = batching::move_batch_dim(in[1], 0);  // (B, O, C / g, kH, kW)
+    const int64_t o = w.shape(1), og = o / g, cg = w.shape(2), kh = w.shape(3), kw = w.shape(4);
     const Tensor wg = transpose(reshape(w, {b, g, og, cg, kh, kw}), {1, 0, 2, 3, 4, 5});
     const Tensor y = conv_with(p_, in[0].value, reshape(wg, {g * b * og, cg, kh, kw}));
-    const int64_t n = y.shape(0), oh = y.shape(2), ow = y.shape(3);
-    const Tensor yg = transpose(reshape(y, {n, g, b, og, oh, ow}), {0, 2, 1, 3, 4, 5});
-    return {{reshape(yg, {n, b, o, oh, ow}), 1}};
+    return {split_within_groups(y, 1, g, b)};
   }
-  const Tensor x = moveaxis(batching::move_batch_dim(in[0], 0), 0, 1);  // (N, B, C, H, W)
-  kernels::ConvParams p = p_;
-  p.groups = b * g;
-  const Tensor y =
-      conv_with(p, reshape(x, {xs[1], b * xs[2], xs[3], xs[4]}), reshape(w, {b * o, cg, kh, kw}));
-  return {{reshape(y, {xs[1], b, o, y.shape(2), y.shape(3)}), 1}};
+  const Tensor w = into_examples(in[1]);  // (B * O, C / g, kH, kW)
+  return {split_groups(conv_with(times_groups(p_, b), into_groups(in[0]), w), 1, b)};
 }
 
 // Conv is linear in each operand.
 std::vector<Tensor> Conv::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
                               const std::vector<Tensor>&) const {
-  Tensor out;
-  if (t[0].defined()) out = conv_with(p_, t[0], x[1]);
-  if (t[1].defined()) {
-    const Tensor dw = conv_with(p_, x[0], t[1]);
-    out = out.defined() ? add(out, dw) : dw;
-  }
-  return {out};
+  return {add_defined(t[0].defined() ? conv_with(p_, t[0], x[1]) : Tensor(),
+                      t[1].defined() ? conv_with(p_, x[0], t[1]) : Tensor())};
 }
-
-namespace {
-
-// Reverses the two spatial axes of a weight (O, C, kH, kW) with a gather of constant indices.
-Tensor flip_spatial(const Tensor& w) {
-  Tensor out = w;
-  for (int64_t axis = 2; axis < 4; ++axis) {
-    const int64_t k = w.shape(axis);
-    if (k > 1) out = gather(out, arange(double(k - 1), -1.0, -1.0, DType::Int64), axis);
-  }
-  return out;
-}
-
-// The input cotangent is a stride-1 convolution of the cotangent with the flipped weight, its
-// input and output channels swapped within each group. A strided conv first spreads the
-// cotangent (each element followed by stride - 1 zeros); then one pad (negative values crop)
-// places it so that output h sees the cotangents of every window that read input h.
-Tensor input_cotangent(const kernels::ConvParams& p, const Shape& xs, const Tensor& w,
-                       const Tensor& ct) {
-  const int64_t g = p.groups, o = w.shape(0), og = o / g, cg = w.shape(1);
-  Tensor q = ct;
-  Shape low(4, 0), high(4, 0);
-  for (int i = 0; i < 2; ++i) {
-    const int64_t s = p.stride[i], axis = 2 + i, oh = ct.shape(axis);
-    if (s > 1) {
-      const Tensor spread = expand_dims(q, axis + 1);
-      Shape lo(5, 0), hi(5, 0);
-      hi[axis + 1] = s - 1;
-      Shape merged = q.shape();
-      merged[axis] *= s;
-      q = reshape(pad(spread, lo, hi), merged);
-    }
-    const int64_t span = p.dilation[i] * (w.shape(axis) - 1) + 1;
-    low[axis] = span - 1 - p.padding[i];
-    high[axis] = xs[axis] + p.padding[i] - oh * s;
-  }
-  q = pad(q, low, high);
-  const Tensor wt = transpose(reshape(w, {g, og, cg, w.shape(2), w.shape(3)}), {0, 2, 1, 3, 4});
-  kernels::ConvParams t;
-  t.dilation = p.dilation;
-  t.groups = g;
-  return conv_with(t, q, flip_spatial(reshape(wt, {g * cg, og, w.shape(2), w.shape(3)})));
-}
-
-// The weight cotangent correlates the input with the cotangent over the examples: examples
-// become channels, channels (per group) become examples, and stride and dilation trade places.
-// The result can be larger than the kernel (rows no window reached); those are cut off.
-Tensor weight_cotangent(const kernels::ConvParams& p, const Tensor& x, const Shape& ws,
-                        const Tensor& ct) {
-  const int64_t g = p.groups, n = x.shape(0), cg = ws[1], og = ws[0] / g;
-  const Tensor xt =
-      reshape(transpose(reshape(x, {n, g, cg, x.shape(2), x.shape(3)}), {2, 1, 0, 3, 4}),
-              {cg, g * n, x.shape(2), x.shape(3)});
-  const Tensor ctt =
-      reshape(transpose(reshape(ct, {n, g, og, ct.shape(2), ct.shape(3)}), {1, 2, 0, 3, 4}),
-              {g * og, n, ct.shape(2), ct.shape(3)});
-  kernels::ConvParams t;
-  t.stride = p.dilation;
-  t.padding = p.padding;
-  t.dilation = p.stride;
-  t.groups = g;
-  Tensor dw = conv_with(t, xt, ctt);  // (C / g, O, >= kH, >= kW)
-  if (dw.shape(2) != ws[2] || dw.shape(3) != ws[3])
-    dw = slice(dw, {0, 0, 0, 0}, {dw.shape(0), dw.shape(1), ws[2], ws[3]});
-  return transpose(dw, {1, 0, 2, 3});
-}
-
-}  // namespace
 
 std::vector<Tensor> Conv::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
                               const std::vector<Tensor>&) const {
   if (!ct[0].defined()) return {Tensor(), Tensor()};
-  return {input_cotangent(p_, x[0].shape(), x[1], ct[0]),
-          weight_cotangent(p_, x[0], x[1].shape(), ct[0])};
+  return {transpose_with(p_, spatial(x[0]), ct[0], x[1]),
+          weight_grad_with(p_, spatial(x[1]), x[0], ct[0])};
+}
+
+// ---- ConvTranspose ---------------------------------------------------------------------------
+
+std::string ConvTranspose::params() const {
+  return Conv(p_).params() + ", size=" + pair_str(size_);
+}
+
+std::vector<TensorType> ConvTranspose::infer(const std::vector<TensorType>& in) const {
+  const char* op = "conv_transpose2d";
+  check_arity(in, 2, op);
+  const Shape &ys = in[0].shape, &ws = in[1].shape;
+  const std::string where = operands(ys, ws);
+  check_operands(op, in, "(N, C_in, H, W)",
+                 "weight must have rank 4 (C_in, C_out / groups, kH, kW)", where, p_);
+  const int64_t g = p_.groups, o = ys[1];
+  check(o % g == 0, op, ": groups = ", g, " does not divide the ", o, " input channels", where);
+  check(ws[0] == o, op, ": channel mismatch: input has ", o, " channels but weight has ", ws[0],
+        where);
+  for (int i = 0; i < 2; ++i)
+    check_fits(op, "output", p_, i, size_[i], ws[2 + i], ys[2 + i], where);
+  return {{{ys[0], ws[1] * g, size_[0], size_[1]}, in[0].dtype}};
+}
+
+std::vector<Tensor> ConvTranspose::eval(const std::vector<Tensor>& in) const {
+  return {kernels::conv_transpose2d(in[0], in[1], p_, size_)};
+}
+
+// Like Conv::batch: a mapped input folds into N, a mapped weight into the output channels of
+// each group, both into the groups.
+std::vector<Batched> ConvTranspose::batch(const std::vector<Batched>& in, int64_t size) const {
+  const int64_t b = size, g = p_.groups;
+  if (!in[1].mapped()) {
+    const Tensor y = transpose_with(p_, size_, into_examples(in[0]), in[1].value);
+    return {{reshape(y, {b, y.shape(0) / b, y.shape(1), y.shape(2), y.shape(3)}), 0}};
+  }
+  if (!in[0].mapped()) {  // w (B, O, Cg, kH, kW) -> (O, B * Cg, kH, kW): output channels (b, c)
+    const Tensor w = batching::move_batch_dim(in[1], 0);
+    const Tensor wt =
+        reshape(moveaxis(w, 0, 1), {w.shape(1), b * w.shape(2), w.shape(3), w.shape(4)});
+    return {split_within_groups(transpose_with(p_, size_, in[0].value, wt), 1, g, b)};
+  }
+  const Tensor w = into_examples(in[1]);  // (B * O, Cg, kH, kW)
+  return {split_groups(transpose_with(times_groups(p_, b), size_, into_groups(in[0]), w), 1, b)};
+}
+
+std::vector<Tensor> ConvTranspose::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
+                                       const std::vector<Tensor>&) const {
+  return {add_defined(t[0].defined() ? transpose_with(p_, size_, t[0], x[1]) : Tensor(),
+                      t[1].defined() ? transpose_with(p_, size_, x[0], t[1]) : Tensor())};
+}
+
+// With B(x, w, ct) = <ct, conv(x, w)> and this = d/dx B: the input's cotangent is conv (d/dct B),
+// the weight's is ConvWeightGrad (d/dw B), both at x = the cotangent here.
+std::vector<Tensor> ConvTranspose::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                       const std::vector<Tensor>&) const {
+  if (!ct[0].defined()) return {Tensor(), Tensor()};
+  return {conv_cut(p_, ct[0], x[1], spatial(x[0])),
+          weight_grad_with(p_, spatial(x[1]), ct[0], x[0])};
+}
+
+// ---- ConvWeightGrad --------------------------------------------------------------------------
+
+std::string ConvWeightGrad::params() const {
+  return Conv(p_).params() + ", kernel=" + pair_str(kernel_);
+}
+
+std::vector<TensorType> ConvWeightGrad::infer(const std::vector<TensorType>& in) const {
+  const char* op = "conv_weight_grad";
+  check_arity(in, 2, op);
+  const Shape &xs = in[0].shape, &cs = in[1].shape;
+  const std::string where = operands(xs, cs, "input", "cotangent");
+  check_operands(op, in, "(N, C, H, W)", "cotangent must have rank 4 (N, O, H', W')", where, p_);
+  const int64_t g = p_.groups;
+  check(xs[0] == cs[0], op, ": the input has ", xs[0], " examples, the cotangent ", cs[0], where);
+  check(xs[1] % g == 0 && cs[1] % g == 0, op, ": groups = ", g, " does not divide the channels",
+        where);
+  for (int i = 0; i < 2; ++i) {
+    check(span(p_, i, kernel_[i]) <= xs[2 + i] + 2 * p_.padding[i], op,
+          ": the kernel is bigger than the padded input", where);
+    check_fits(op, "input", p_, i, xs[2 + i], kernel_[i], cs[2 + i], where);
+  }
+  return {{{cs[1], xs[1] / g, kernel_[0], kernel_[1]}, in[0].dtype}};
+}
+
+std::vector<Tensor> ConvWeightGrad::eval(const std::vector<Tensor>& in) const {
+  return {kernels::conv_weight_grad(in[0], in[1], p_, kernel_)};
+}
+
+// Both mapped (per-example weight gradients): batch entries become groups, one GEMM each. One
+// mapped: its batch goes next to the channels within each group, so every group's GEMM yields
+// the gradients of all entries at once.
+std::vector<Batched> ConvWeightGrad::batch(const std::vector<Batched>& in, int64_t size) const {
+  const int64_t b = size, g = p_.groups;
+  if (in[0].mapped() && in[1].mapped())
+    return {split_groups(
+        weight_grad_with(times_groups(p_, b), kernel_, into_groups(in[0]), into_groups(in[1])), 0,
+        b)};
+  if (in[0].mapped()) {  // dw (O, B * Cg, kH, kW): columns (b, c)
+    const Tensor dw = weight_grad_with(p_, kernel_, within_groups(in[0], g), in[1].value);
+    return {split_groups(dw, 1, b)};
+  }
+  const Tensor dw = weight_grad_with(p_, kernel_, in[0].value, within_groups(in[1], g));
+  return {split_within_groups(dw, 0, g, b)};  // rows (grp, b, o)
+}
+
+std::vector<Tensor> ConvWeightGrad::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
+                                        const std::vector<Tensor>&) const {
+  return {add_defined(t[0].defined() ? weight_grad_with(p_, kernel_, t[0], x[1]) : Tensor(),
+                      t[1].defined() ? weight_grad_with(p_, kernel_, x[0], t[1]) : Tensor())};
+}
+
+// This = d/dw B: the input's cotangent is ConvTranspose (d/dx B), the cotangent's is conv
+// (d/dct B), both at w = the cotangent here.
+std::vector<Tensor> ConvWeightGrad::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                        const std::vector<Tensor>&) const {
+  if (!ct[0].defined()) return {Tensor(), Tensor()};
+  return {transpose_with(p_, spatial(x[0]), x[1], ct[0]), conv_cut(p_, x[0], ct[0], spatial(x[1]))};
 }
 
 }  // namespace lanes::prim
