@@ -41,24 +41,14 @@ inline Tensor conv_weight_grad(const Tensor& x, const Tensor& delta) {
   return lanes::reshape(dw, {batch, o, c, kKernel, kKernel});
 }
 
-/// Gradient of the stride-2 convolution with respect to its input (a transposed convolution):
-/// spread the deltas out with a zero between neighbours, then convolve with stride 1, padding
-/// k - 1 - p and the weight flipped in space with its channel axes swapped. For an input of even
-/// size 2 OH: dx[c, i] = sum_{o, k} d[o, i + 2 - k] w[o, c, k] with d the spread deltas.
+/// Gradient of the stride-2 convolution with respect to its input: the transposed convolution
+/// with the same params, output_padding 1 restoring the even input size (2 OH, 2 OW).
 inline Tensor conv_input_grad(const Tensor& delta, const Tensor& w) {
-  const int64_t batch = delta.shape(0), o = delta.shape(1);
-  const int64_t oh = delta.shape(2), ow = delta.shape(3);
-  const Tensor zeros = lanes::zeros_like(delta);
-  // d[.., 2i, 2j] = delta[.., i, j], zeros elsewhere: (B, O, 2 OH, 2 OW), by interleaving with
-  // zeros along the last axis and then the one before it.
-  const Tensor wide = lanes::reshape(lanes::stack({delta, zeros}, 4), {batch, o, oh, 2 * ow});
-  const Tensor dilated =
-      lanes::reshape(lanes::stack({wide, lanes::zeros_like(wide)}, 3), {batch, o, 2 * oh, 2 * ow});
-  const Tensor flip = lanes::tensor(std::vector<int32_t>{4, 3, 2, 1, 0});
-  const Tensor w_t = lanes::take(lanes::take(lanes::transpose(w, {1, 0, 2, 3}), flip, 2), flip, 3);
-  lanes::Conv2dOptions same;
-  same.padding = {kKernel - 1 - kPad, kKernel - 1 - kPad};
-  return lanes::conv2d(dilated, w_t, same);
+  lanes::ConvTranspose2dOptions t;
+  t.stride = {kStride, kStride};
+  t.padding = {kPad, kPad};
+  t.output_padding = {1, 1};
+  return lanes::conv_transpose2d(delta, w, t);
 }
 
 /// perex_cnn by hand: batched forward with conv2d on (B, 1, 28, 28), deltas by the chain rule,
