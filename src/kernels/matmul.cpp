@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 
 #include "kernels/matmul_small.h"
@@ -155,55 +156,88 @@ void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
 // time) that returns W. The operands are plain tensors by then, so the kernel checks: a matrix
 // that is not the identity fails on its first entries, and a large GEMM is worth the check.
 
+// Whether the n values from p are all zero (a loop the compiler vectorizes).
 template <class T>
-T entry(const T* p, const Matrix& m, int64_t i, int64_t j) {
-  return p[i * m.rows.stride + j * m.cols.stride];
+bool zeros(const T* p, int64_t n) {
+  bool ok = true;
+  for (int64_t j = 0; j < n; ++j) ok &= p[j] == T(0);
+  return ok;
 }
 
-// Whether the square matrix at p is the identity.
+template <class T>
+bool zeros_strided(const T* p, int64_t stride, int64_t n) {
+  bool ok = true;
+  for (int64_t j = 0; j < n; ++j) ok &= p[j * stride] == T(0);
+  return ok;
+}
+
+// Whether the square matrix at p is the identity. The identity is its own transpose, so the scan
+// runs along whichever dim has the smaller stride (memory order for row- or column-major).
 template <class T>
 bool is_identity(const T* p, const Matrix& m) {
   const int64_t n = m.rows.size;
   if (n != m.cols.size || n < 2) return false;
-  if (entry(p, m, 0, 0) != T(1) || entry(p, m, 0, 1) != T(0) || entry(p, m, 1, 0) != T(0))
-    return false;
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      if (entry(p, m, i, j) != (i == j ? T(1) : T(0))) return false;
+  const bool by_rows = std::abs(m.cols.stride) <= std::abs(m.rows.stride);
+  const int64_t inner = by_rows ? m.cols.stride : m.rows.stride;
+  const int64_t outer = by_rows ? m.rows.stride : m.cols.stride;
+  if (p[0] != T(1) || p[inner] != T(0) || p[outer] != T(0)) return false;
+  for (int64_t i = 0; i < n; ++i) {
+    const T* line = p + i * outer;
+    if (line[i * inner] != T(1)) return false;
+    if (inner == 1 ? !zeros(line, i) || !zeros(line + i + 1, n - i - 1)
+                   : !zeros_strided(line, inner, i) ||
+                         !zeros_strided(line + (i + 1) * inner, inner, n - i - 1))
+      return false;
+  }
   return true;
 }
 
-// Copies the matrix at p into the row-major out; false if it holds an inf or NaN, whose product
-// with the identity's zeros IEEE makes NaN (then the GEMM runs after all, for exact semantics).
+// Whether the n values from p, `step` apart, are all finite: no value has all exponent bits set
+// (an integer test the compiler vectorizes for step 1, where std::isfinite stays scalar).
 template <class T>
-bool copy_if_finite(const T* p, const Matrix& m, T* out) {
-  const int64_t rows = m.rows.size, cols = m.cols.size;
+bool all_finite(const T* p, int64_t step, int64_t n) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  constexpr Bits kExponent = sizeof(T) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
+  bool bad = false;
+  for (int64_t j = 0; j < n; ++j) {
+    Bits b;
+    std::memcpy(&b, p + j * step, sizeof b);
+    bad |= (b & kExponent) == kExponent;
+  }
+  return !bad;
+}
+
+// Whether every entry of the matrix at p is finite, read in memory order.
+template <class T>
+bool all_finite(const T* p, const Matrix& m) {
+  const bool by_rows = std::abs(m.cols.stride) <= std::abs(m.rows.stride);
+  const Dim inner = by_rows ? m.cols : m.rows, outer = by_rows ? m.rows : m.cols;
   std::atomic<bool> finite{true};
-  parallel_for(rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, cols)),
+  parallel_for(outer.size, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner.size)),
                [&](int64_t begin, int64_t end) {
-                 bool ok = true;
-                 for (int64_t i = begin; i < end; ++i) {
-                   T* row = out + i * cols;
-                   for (int64_t j = 0; j < cols; ++j) {
-                     row[j] = entry(p, m, i, j);
-                     ok = ok && std::isfinite(row[j]);
-                   }
-                 }
-                 if (!ok) finite = false;
+                 for (int64_t i = begin; i < end && finite; ++i)
+                   if (!all_finite(p + i * outer.stride, inner.stride, inner.size)) finite = false;
                });
   return finite;
 }
 
-// out = a @ b without a GEMM when a large one has the identity as a factor.
+// The (rows x cols) matrix of `op` as a tensor of `shape` with those dims: a view, no copy.
+Tensor matrix_view(const Operand& op, const Shape& shape) {
+  return op.view.view(shape, {op.m.rows.stride, op.m.cols.stride}, op.view.offset());
+}
+
+// a @ b when a large product with no batch dims has the identity as a factor: a view of the other
+// factor, unless it holds an inf or NaN, whose products with the identity's zeros IEEE makes NaN
+// (the GEMM then runs after all, for exact semantics).
 template <class T>
-bool identity_product(const Operand& a, const Operand& b, T* out) {
+std::optional<Tensor> identity_product(const Operand& a, const Operand& b, const Shape& shape) {
   const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(b.m.cols.size);
-  if (flops < 4e6) return false;  // ~128^3: below it the GEMM is as cheap as the check
+  if (flops < 4e6 || shape.size() != 2) return {};  // ~128^3: below, a GEMM costs no more
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
-  if (is_identity(pa, a.m)) return copy_if_finite(pb, b.m, out);
-  if (is_identity(pb, b.m)) return copy_if_finite(pa, a.m, out);
-  return false;
+  if (is_identity(pa, a.m) && all_finite(pb, b.m)) return matrix_view(b, shape);
+  if (is_identity(pb, b.m) && all_finite(pa, a.m)) return matrix_view(a, shape);
+  return {};
 }
 
 // A product with a degenerate matrix (M, N or K of 1) by the hand loops of matmul_small.h, which
@@ -353,12 +387,15 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
   for (int64_t d : lb) batch *= lhs.shape()[d];
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_floating_point_v<T>)
+    if constexpr (!std::is_floating_point_v<T>) {
       int_matmul<T>(a, b, batch, out.mutable_data<T>());
-    else if (small)
+    } else if (small) {
       small_batched<T>(a, b, batch, out.mutable_data<T>());
-    else if (batch > 1 || !identity_product<T>(a, b, out.mutable_data<T>()))
+    } else if (auto view = lb.empty() ? identity_product<T>(a, b, out_shape) : std::nullopt) {
+      out = *view;
+    } else {
       gemm_batched<T>(a, b, batch, out.mutable_data<T>());
+    }
   });
   return out;
 }
