@@ -6,11 +6,12 @@
 //   conv_weight_grad  w-shaped (O, C/g, kH, kW) = sum_n ct_n (O x P) @ col(x_n)^T
 //
 // with K = C / groups * kH * kW and P = H' * W'. The im2col matrix holds, per kernel tap, the
-// input under that tap for every output position; it is gathered from a zero-padded copy of one
-// (example, group) with precomputed offsets (no bounds checks in the inner loop), so strides and
-// dilations cost nothing extra. Small images go side by side: the columns of several examples
-// form one wider matrix and one GEMM, since BLAS is slow on GEMMs a few dozen columns wide. A
-// large image is built in tiles of output rows so the matrix's memory stays bounded.
+// input under that tap for every output position. It is copied from a staged copy of one
+// (example, group): zero-padded and split into stride phases, so that every tap reads runs of W'
+// contiguous elements whatever the stride and dilation (no bounds checks or gathers in the inner
+// loop). Small images go side by side: the columns of several examples form one wider matrix and
+// one GEMM, since BLAS is slow on GEMMs a few dozen columns wide. A large image is built in tiles
+// of output rows so the matrix's memory stays bounded.
 //
 // Threads: work is spread by (examples, group) items with single-threaded GEMMs (inside an OpenMP
 // region OpenBLAS's OpenMP build runs single-threaded) when there are enough items or they are
