@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+// The elementwise kernels (not public API), for the reuse rule.
+#include "../src/kernels/elementwise.h"
 #include "lanes/lanes.h"
 
 using namespace lanes;
@@ -158,6 +160,31 @@ TEST(Fusion, ReusesDeadInputBuffersInPlace) {
   for (size_t i = 0; i < w.size(); i += 101) ASSERT_NEAR(g[i], std::tanh(w[i] * 0.1) + 1.0, 1e-5);
   // The user's inputs are never overwritten.
   expect_near(a.to_vector<double>(), randn({n, n}, 12).to_vector<double>(), 0);
+}
+
+TEST(Fusion, ASingleElementwiseNodeReusesItsDeadInput) {
+  // exp alone between two products is no fused group; its input dies there, so the plain
+  // kernel writes into that buffer too. A kernel called on a caller's only copy never does.
+  const int64_t n = 1024;
+  const Tensor a = randn({n, n}, 19, kFloat32) * 0.03, b = randn({n, n}, 20, kFloat32);
+  auto f = [](const Tensor& p, const Tensor& q) { return sum(exp(matmul(p, q)), 1); };
+  auto fast = compile(f);
+  const Tensor warm = fast(a, b);
+  reset_peak_memory();
+  const size_t before = memory_stats().live_bytes;
+  const Tensor got = fast(a, b);
+  EXPECT_LE(memory_stats().peak_bytes - before, size_t(n * n * 4) + 64 * 1024);
+  const auto m = matmul(a, b).to_vector<double>(), g = got.to_vector<double>();
+  for (int64_t i = 0; i < n; i += 37) {
+    double want = 0;
+    for (int64_t j = 0; j < n; ++j) want += std::exp(m[i * n + j]);
+    ASSERT_NEAR(g[i], want, 1e-4 * want) << i;
+  }
+  const Tensor only = randn({4}, 21, kFloat32);
+  const std::vector<float> kept = only.to_vector<float>();
+  const Tensor e = kernels::unary(kernels::UnaryOp::Exp, only);
+  EXPECT_EQ(only.to_vector<float>(), kept);
+  EXPECT_NE(e.storage(), only.storage());
 }
 
 TEST(Fusion, VmapGradOfMlpMatchesUncompiled) {

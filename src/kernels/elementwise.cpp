@@ -98,10 +98,10 @@ void with_unary(UnaryOp op, Fn&& fn) {
 
 }  // namespace
 
-Tensor unary(UnaryOp op, const Tensor& x) {
+Tensor unary(UnaryOp op, const Tensor& x, bool reuse) {
   check(unary_accepts(op, x.dtype()), unary_name(op), ": does not accept dtype ",
         dtype_name(x.dtype()));
-  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  Tensor out = reuse && donatable(x, x.dtype()) ? x : Tensor::empty(x.shape(), x.dtype());
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_unary<T>(op, [&](auto f) { loops::unary<T, T>(x, out, f); });

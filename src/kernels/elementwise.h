@@ -1,10 +1,11 @@
 // Elementwise kernels: unary math, binary arithmetic and comparisons, select, dtype conversion.
 //
 // Inputs may have any strides (0 included: broadcast views); outputs are fresh contiguous
-// tensors. Binary and select operands must already have equal shapes and dtypes (the
-// primitives check, the ops broadcast and promote). float32/float64 math runs on xsimd batches
-// (src/kernels/vector_math.h); strided operands are gathered into small buffers first so every
-// layout computes bit-identical results. Large inputs are split over threads.
+// tensors, or with `reuse` an input's buffer when nothing else holds it (see donatable). Binary and
+// select operands must already have equal shapes and dtypes (the primitives check, the ops
+// broadcast and promote). float32/float64 math runs on xsimd batches (src/kernels/vector_math.h);
+// strided operands are gathered into small buffers first so every layout computes bit-identical
+// results. Large inputs are split over threads.
 //
 // Integer semantics never invoke undefined behaviour: add/sub/mul/neg/abs wrap around (two's
 // complement), x / 0 == 0, INT_MIN / -1 == INT_MIN, float -> int conversion truncates toward
@@ -16,6 +17,16 @@
 #include "lanes/tensor.h"
 
 namespace lanes::kernels {
+
+/// Whether `t`'s buffer may become an output of `dtype` with t's shape: nothing else holds its
+/// storage, and t covers exactly that storage, contiguously. Only a primitive's eval may ask: its
+/// caller owns the input vector, and the executor passes each value there at its last use, so a
+/// buffer that saw its last use becomes the output (one allocation and one value's memory
+/// saved). A kernel called with a reference to a caller's only copy must not reuse it.
+inline bool donatable(const Tensor& t, DType dtype) {
+  return t.storage() && t.storage().use_count() == 1 && t.dtype() == dtype && t.offset() == 0 &&
+         t.is_contiguous() && t.storage()->bytes() == size_t(t.numel()) * dtype_size(dtype);
+}
 
 enum class UnaryOp : uint8_t {
   Neg,
@@ -67,10 +78,10 @@ bool binary_accepts(BinaryOp op, DType d);
 /// Comparisons (eq ... ge) give Bool; every other op gives its operands' dtype.
 bool is_comparison(BinaryOp op);
 
-/// op(x), same shape and dtype as x.
-Tensor unary(UnaryOp op, const Tensor& x);
-/// op(a, b) for equal shapes and dtypes.
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+/// op(x), same shape and dtype as x; with `reuse`, in x's buffer if donatable.
+Tensor unary(UnaryOp op, const Tensor& x, bool reuse = false);
+/// op(a, b) for equal shapes and dtypes; with `reuse`, in a donatable operand's buffer.
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, bool reuse = false);
 /// cond ? a : b, with cond Bool and all three of one shape; a and b of one dtype.
 Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b);
 /// x converted to `dtype` (see the header comment for the integer rules).

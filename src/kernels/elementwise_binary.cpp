@@ -49,13 +49,16 @@ void with_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
 
 }  // namespace
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, bool reuse) {
   check(a.shape() == b.shape() && a.dtype() == b.dtype(), binary_name(op),
         ": operands must have equal shapes and dtypes, got ", fmt(a.shape()), " ",
         dtype_name(a.dtype()), " and ", fmt(b.shape()), " ", dtype_name(b.dtype()));
   check(binary_accepts(op, a.dtype()), binary_name(op), ": does not accept dtype ",
         dtype_name(a.dtype()));
-  Tensor out = Tensor::empty(a.shape(), is_comparison(op) ? DType::Bool : a.dtype());
+  const DType dtype = is_comparison(op) ? DType::Bool : a.dtype();
+  Tensor out = reuse && donatable(a, dtype)   ? a
+               : reuse && donatable(b, dtype) ? b
+                                              : Tensor::empty(a.shape(), dtype);
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_binary<T>(

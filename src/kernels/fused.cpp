@@ -134,13 +134,6 @@ void row_offsets(const Space& s, int64_t row, std::vector<int64_t>& off) {
   }
 }
 
-// An input whose buffer may become the output `dtype`: nothing else holds its storage, and it
-// covers exactly the output's elements, contiguously.
-bool donatable(const Tensor& t, DType dtype) {
-  return t.storage() && t.storage().use_count() == 1 && t.dtype() == dtype && t.offset() == 0 &&
-         t.is_contiguous() && t.storage()->bytes() == size_t(t.numel()) * dtype_size(dtype);
-}
-
 }  // namespace
 
 DType FusedProgram::register_type(int32_t r) const {

@@ -134,7 +134,7 @@ std::vector<TensorType> Unary::infer(const std::vector<TensorType>& in) const {
 }
 
 std::vector<Tensor> Unary::eval(const std::vector<Tensor>& in) const {
-  return {kernels::unary(kind_, in[0])};
+  return {kernels::unary(kind_, in[0], /*reuse=*/true)};
 }
 
 std::vector<Batched> Unary::batch(const std::vector<Batched>& in, int64_t size) const {
@@ -163,7 +163,7 @@ std::vector<TensorType> Binary::infer(const std::vector<TensorType>& in) const {
 }
 
 std::vector<Tensor> Binary::eval(const std::vector<Tensor>& in) const {
-  return {kernels::binary(kind_, in[0], in[1])};
+  return {kernels::binary(kind_, in[0], in[1], /*reuse=*/true)};
 }
 
 std::vector<Batched> Binary::batch(const std::vector<Batched>& in, int64_t size) const {
