@@ -217,3 +217,75 @@ TEST(Fusion, InPlaceOutputWaitsForLaterReadersOfItsBuffer) {
         << i;
   }
 }
+
+// ---- tail reductions ------------------------------------------------------------------------
+
+TEST(Fusion, TailSumRunsInTheChainsPass) {
+  const Tensor x = randn({300, 517}, 30), y = randn({300, 517}, 31);
+  auto f = [](const Tensor& a, const Tensor& b) { return sum(chain(a, b), -1); };
+  const Graph g = compiled_graph(f, x, y);
+  EXPECT_EQ(count(g, "fused_elementwise"), 1) << g;
+  EXPECT_EQ(count(g, "reduce_sum"), 0) << g;
+  const auto got = compile(f)(x, y).to_vector<double>();
+  const auto xs = x.to_vector<double>(), ys = y.to_vector<double>();
+  std::vector<double> want(300, 0.0);
+  for (size_t i = 0; i < xs.size(); ++i) want[i / 517] += chain_ref(xs[i], ys[i]);
+  expect_near(got, want, 1e-5);
+}
+
+TEST(Fusion, TailReductionsOverStridedAndBroadcastOperandsAndInFloat64) {
+  // The last two dims reduced; z transposed, b broadcast along them: per-input strides.
+  const Tensor x = randn({12, 20, 30}, 32, kFloat64), z = randn({12, 30, 20}, 33, kFloat64);
+  const Tensor b = randn({12, 1, 1}, 34, kFloat64);
+  auto f = [](const Tensor& p, const Tensor& q, const Tensor& r) {
+    return std::make_tuple(sum(tanh(p + r) * swapaxes(q, 1, 2), {1, 2}),
+                           max(exp(p * 0.5) - r, {1, 2}));
+  };
+  const Graph g = compiled_graph(f, x, z, b);
+  EXPECT_EQ(count(g, "reduce_sum") + count(g, "reduce_max"), 0) << g;
+  const auto [s, m] = compile(f)(x, z, b);
+  const auto xs = x.to_vector<double>(), zs = z.to_vector<double>(), bs = b.to_vector<double>();
+  for (int64_t i = 0; i < 12; ++i) {
+    double want_s = 0, want_m = -INFINITY;
+    for (int64_t j = 0; j < 20; ++j)
+      for (int64_t k = 0; k < 30; ++k) {
+        const double xv = xs[(i * 20 + j) * 30 + k], zv = zs[(i * 30 + k) * 20 + j];
+        want_s += std::tanh(xv + bs[i]) * zv;
+        want_m = std::max(want_m, std::exp(xv * 0.5) - bs[i]);
+      }
+    EXPECT_NEAR(s.to_vector<double>()[i], want_s, 1e-10 * (1 + std::abs(want_s)));
+    EXPECT_EQ(m.to_vector<double>()[i], want_m);
+  }
+}
+
+TEST(Fusion, TailMaxPropagatesNan) {
+  std::vector<float> v(16 * 100, 1.0f);
+  v[3 * 100 + 50] = NAN;
+  const Tensor x = tensor(v, {16, 100});
+  auto f = [](const Tensor& a) { return max(a * 2.0, -1); };
+  EXPECT_EQ(count(compiled_graph(f, x), "reduce_max"), 0);
+  const auto got = compile(f)(x).to_vector<float>();
+  for (int64_t i = 0; i < 16; ++i) {
+    if (i == 3)
+      EXPECT_TRUE(std::isnan(got[i]));
+    else
+      EXPECT_EQ(got[i], 2.0f);
+  }
+}
+
+TEST(Fusion, TailReductionsStayApartWhereTheyDoNotPay) {
+  const Tensor x = randn({64, 200}, 35), small = randn({64, 10}, 36);
+  // The operand is also an output; the reduction is over a leading axis; rows are 10 long.
+  auto shared = [](const Tensor& a) {
+    const Tensor e = exp(a);
+    return std::make_tuple(e, sum(e, -1));
+  };
+  auto leading = [](const Tensor& a) { return sum(exp(a), 0); };
+  auto short_rows = [](const Tensor& a) { return sum(exp(a), -1); };
+  EXPECT_EQ(count(compiled_graph(shared, x), "reduce_sum"), 1);
+  EXPECT_EQ(count(compiled_graph(leading, x), "reduce_sum"), 1);
+  EXPECT_EQ(count(compiled_graph(short_rows, small), "reduce_sum"), 1);
+  const auto [e, s] = compile(shared)(x);
+  expect_near(s.to_vector<double>(), sum(exp(x), -1).to_vector<double>(), 1e-6);
+  expect_near(compile(leading)(x).to_vector<double>(), sum(exp(x), 0).to_vector<double>(), 1e-6);
+}

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/reduce.h"
 #include "lanes/parallel.h"
 
 namespace lanes::kernels {
@@ -32,14 +33,14 @@ struct Space {
   std::vector<Strides> strides;  // per operand
 };
 
-Space make_space(const Shape& shape, const std::vector<Tensor>& inputs) {
+Space make_space(const Shape& shape, const std::vector<Strides>& inputs) {
   const size_t k = inputs.size() + 1;
   Space s;
   s.strides.resize(k);
   const Strides out = contiguous_strides(shape);
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
-    auto stride = [&](size_t op) { return op == 0 ? out[d] : inputs[op - 1].strides()[d]; };
+    auto stride = [&](size_t op) { return op == 0 ? out[d] : inputs[op - 1][d]; };
     bool merge = !s.shape.empty();
     for (size_t op = 0; op < k && merge; ++op)
       merge = s.strides[op].back() == stride(op) * shape[d];
@@ -212,7 +213,9 @@ std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
   const int64_t numel = shape_numel(shape);
   if (numel == 0) return outs;
 
-  const Space s = make_space(shape, inputs);
+  std::vector<Strides> strides;
+  for (const Tensor& t : inputs) strides.push_back(t.strides());
+  const Space s = make_space(shape, strides);
   const int64_t len = s.shape.back(), rows = numel / len;
   const int64_t chunks = (len + kTile - 1) / kTile;
   bool any_costly = false, stream = false;
@@ -272,6 +275,78 @@ std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
 #endif
       });
   return outs;
+}
+
+// The chain reduced over its trailing dims: each output element is one row of the chain's
+// iteration space (the trailing dims, coalesced per input), computed tile by tile into registers
+// and folded into an accumulator; nothing of the chain's full size reaches memory.
+Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
+                        const std::vector<Tensor>& inputs, ReduceOp op, int64_t reduced_dims) {
+  const int32_t nin = int32_t(inputs.size()), nreg = p.num_registers();
+  const size_t keep = shape.size() - size_t(reduced_dims);
+  const Shape outer_shape(shape.begin(), shape.begin() + keep);
+  const Shape inner_shape(shape.begin() + keep, shape.end());
+  const DType dtype = p.register_type(p.outputs[0]);
+  Tensor out = Tensor::empty(outer_shape, dtype);
+  const int64_t outer = shape_numel(outer_shape), inner = shape_numel(inner_shape);
+  if (outer == 0) return out;
+  std::vector<Strides> inner_strides, outer_strides;
+  for (const Tensor& t : inputs) {
+    outer_strides.emplace_back(t.strides().begin(), t.strides().begin() + keep);
+    inner_strides.emplace_back(t.strides().begin() + keep, t.strides().end());
+  }
+  const Space s = make_space(inner_shape, inner_strides);
+  const int64_t len = s.shape.back(), rows = inner / std::max<int64_t>(len, 1);
+  const size_t size = dtype_size(dtype);
+  std::vector<const char*> bases;
+  for (const Tensor& t : inputs) bases.push_back(static_cast<const char*>(t.raw_data()));
+  char* results = static_cast<char*>(out.raw_mutable_data());
+  const int64_t grain =
+      std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner * int64_t(p.steps.size())));
+  parallel_for(outer, grain, [&](int64_t b, int64_t e) {
+    thread_local std::vector<char> buffers;
+    if (buffers.size() < size_t(nreg) * kRegisterBytes + 64)
+      buffers.resize(size_t(nreg) * kRegisterBytes + 64);
+    char* base = buffers.data() + (64 - reinterpret_cast<uintptr_t>(buffers.data()) % 64) % 64;
+    auto buffer = [&](int32_t r) { return base + size_t(r) * kRegisterBytes; };
+    std::vector<const char*> reg(nreg);
+    std::vector<int64_t> off(inputs.size() + 1), start(inputs.size());
+    for (int64_t o = b; o < e; ++o) {
+      // Each input's offset at the start of row o of the outer dims.
+      for (int32_t i = 0; i < nin; ++i) {
+        start[i] = 0;
+        for (int64_t d = int64_t(keep) - 1, rest = o; d >= 0; --d) {
+          start[i] += rest % outer_shape[d] * outer_strides[i][d];
+          rest /= outer_shape[d];
+        }
+      }
+      char* acc = results + o * int64_t(size);
+      reduce_identity(op, dtype, acc);
+      for (int64_t row = 0; row < rows; ++row) {
+        row_offsets(s, row, off);
+        for (int64_t c0 = 0; c0 < len; c0 += kTile) {
+          const int64_t n = std::min(kTile, len - c0);
+          for (int32_t i = 0; i < nin; ++i) {
+            const int64_t in_size = int64_t(dtype_size(inputs[i].dtype()));
+            const int64_t step = s.strides[i + 1].back();
+            const char* src = bases[i] + (start[i] + off[i + 1] + c0 * step) * in_size;
+            if (step == 1) {
+              reg[i] = src;
+            } else {
+              gather(src, step, n, size_t(in_size), buffer(i));
+              reg[i] = buffer(i);
+            }
+          }
+          for (size_t k = 0; k < p.steps.size(); ++k) {
+            run_step(p.steps[k], reg, buffer(nin + int32_t(k)), n);
+            reg[nin + k] = buffer(nin + int32_t(k));
+          }
+          reduce_into(op, dtype, reg[p.outputs[0]], n, acc);
+        }
+      }
+    }
+  });
+  return out;
 }
 
 }  // namespace lanes::kernels

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/elementwise.h"
+#include "kernels/reduce.h"
 #include "lanes/tensor.h"
 
 namespace lanes::kernels {
@@ -44,5 +45,10 @@ struct FusedProgram {
 /// output: each tile is read before it is written.
 std::vector<Tensor> run_fused(const FusedProgram& program, const Shape& shape,
                               const std::vector<Tensor>& inputs);
+
+/// The program's one output reduced by `op` (float dtypes) over the last `reduced_dims` dims of
+/// `shape`: a chain with a tail reduction, in one pass; the output has shape's leading dims.
+Tensor run_fused_reduce(const FusedProgram& program, const Shape& shape,
+                        const std::vector<Tensor>& inputs, ReduceOp op, int64_t reduced_dims);
 
 }  // namespace lanes::kernels

@@ -656,6 +656,50 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& axes) {
   return dispatch<MinOp, false>(x, axes, out);
 }
 
+namespace {
+template <class T, class F>
+void with_reduce_op(ReduceOp op, F&& f) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return f(SumOp{});
+    case ReduceOp::Prod:
+      return f(ProdOp{});
+    case ReduceOp::Max:
+      return f(MaxOp{});
+    case ReduceOp::Min:
+      return f(MinOp{});
+  }
+}
+}  // namespace
+
+void reduce_into(ReduceOp op, DType dtype, const void* p, int64_t n, void* acc) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    with_reduce_op<T>(op, [&](auto o) {
+      using Op = decltype(o);
+      T& a = *static_cast<T*>(acc);
+      a = Op::apply(a, reduce_contiguous<Op>(static_cast<const T*>(p), n));
+    });
+  };
+  check(dtype == DType::Float32 || dtype == DType::Float64, "reduce_into: float dtypes only");
+  if (dtype == DType::Float32)
+    run(float{});
+  else
+    run(double{});
+}
+
+void reduce_identity(ReduceOp op, DType dtype, void* acc) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    with_reduce_op<T>(op,
+                      [&](auto o) { *static_cast<T*>(acc) = decltype(o)::template identity<T>(); });
+  };
+  if (dtype == DType::Float32)
+    run(float{});
+  else
+    run(double{});
+}
+
 Tensor arg_reduce(ArgReduceOp op, const Tensor& x, int64_t axis) {
   check(axis >= 0 && axis < x.ndim() && x.shape()[axis] > 0, arg_reduce_name(op),
         ": cannot reduce axis ", axis, " of a tensor of shape ", fmt(x.shape()));

@@ -30,6 +30,11 @@ const char* arg_reduce_name(ArgReduceOp op);
 /// dtype. An empty reduction gives the identity (0, 1, the lowest or highest value).
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& axes);
 
+/// *acc = op(*acc, op over p[0, n)) for n contiguous float32/float64 values of `dtype` (a fused
+/// chain's tail reduction, tile by tile). `identity` writes op's identity to *acc instead.
+void reduce_into(ReduceOp op, DType dtype, const void* p, int64_t n, void* acc);
+void reduce_identity(ReduceOp op, DType dtype, void* acc);
+
 /// Int64 index of the first maximum (minimum) along `axis`, whose size must be > 0; a NaN counts
 /// as the extreme (numpy). The output drops `axis`.
 Tensor arg_reduce(ArgReduceOp op, const Tensor& x, int64_t axis);

@@ -13,6 +13,7 @@
 #include "kernels/fused.h"
 #include "lanes/compile.h"
 #include "primitives/elementwise.h"
+#include "primitives/reduce.h"
 
 namespace lanes::detail {
 
@@ -21,12 +22,27 @@ namespace {
 using kernels::FusedProgram;
 using kernels::FusedStep;
 
+// A chain's reduction over its trailing dims, folded into the fused pass.
+struct TailReduce {
+  kernels::ReduceOp op;
+  int64_t dims;  // the last `dims` dims of the chain's shape
+};
+
 class FusedElementwise : public Primitive {
  public:
-  FusedElementwise(FusedProgram program, Shape shape)
-      : program_(std::move(program)), shape_(std::move(shape)) {}
+  FusedElementwise(FusedProgram program, Shape shape, std::optional<TailReduce> reduce = {})
+      : program_(std::move(program)), shape_(std::move(shape)), reduce_(reduce) {}
   std::string name() const override { return "fused_elementwise"; }
-  std::string params() const override { return program_.describe(); }
+  std::string params() const override {
+    std::string out = program_.describe();
+    if (reduce_) {
+      out += " then ";
+      out += kernels::reduce_name(reduce_->op);
+      out += " over the last ";
+      out += std::to_string(reduce_->dims);
+    }
+    return out;
+  }
 
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override {
     check(in.size() == program_.input_types.size(), "fused_elementwise: expects ",
@@ -36,18 +52,48 @@ class FusedElementwise : public Primitive {
             " has shape ", fmt(in[i].shape), " and dtype ", dtype_name(in[i].dtype), ", expected ",
             fmt(shape_), " ", dtype_name(program_.input_types[i]));
     std::vector<TensorType> out;
-    for (int32_t r : program_.outputs) out.push_back({shape_, program_.register_type(r)});
+    const Shape shape(shape_.begin(), shape_.end() - (reduce_ ? reduce_->dims : 0));
+    for (int32_t r : program_.outputs) out.push_back({shape, program_.register_type(r)});
     return out;
   }
 
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override {
+    if (reduce_)
+      return {kernels::run_fused_reduce(program_, shape_, in, reduce_->op, reduce_->dims)};
     return kernels::run_fused(program_, shape_, in);
   }
 
  private:
   FusedProgram program_;
   Shape shape_;
+  std::optional<TailReduce> reduce_;
 };
+
+// Rows of at least this many elements make a tail reduction worth fusing; shorter ones (softmax
+// over 10 classes) spend more on the per-row set-up than the pass over memory saves.
+constexpr int64_t kMinReducedRow = 64;
+// ... and this many rows: the fused pass splits rows between threads, never one row.
+constexpr int64_t kMinReducedRows = 8;
+
+// The tail reduction node r folds into the group that computes its operand, if it may: a float
+// sum/prod/max/min over trailing dims of a value that nothing else reads.
+std::optional<TailReduce> tail_reduce(const Graph& g, const Node& r,
+                                      const std::vector<int>& reads) {
+  const auto* red = dynamic_cast<const prim::Reduce*>(r.prim.get());
+  if (!red || r.inputs.size() != 1 || reads[r.inputs[0]] != 1) return std::nullopt;
+  const TensorType& t = g.types[r.inputs[0]];
+  if (t.dtype != DType::Float32 && t.dtype != DType::Float64) return std::nullopt;
+  const auto& axes = red->axes();
+  const int64_t nd = int64_t(t.shape.size()), k = int64_t(axes.size());
+  if (k == 0 || k >= nd) return std::nullopt;
+  int64_t inner = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    if (axes[i] != nd - k + i) return std::nullopt;
+    inner *= t.shape[nd - k + i];
+  }
+  if (inner < kMinReducedRow || shape_numel(t.shape) / inner < kMinReducedRows) return std::nullopt;
+  return TailReduce{red->kind(), k};
+}
 
 // The step a node computes (its args filled in later), or nullopt when it is not elementwise.
 std::optional<FusedStep> as_step(const Graph& g, const Node& n) {
@@ -71,8 +117,10 @@ struct Group {
 };
 
 // The fused node of a group: outside inputs become registers 0..k-1, members' outputs the steps.
+// With a tail reduction the node writes the reduction's output instead of the reduced value.
 Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_of_node,
-          const std::vector<int64_t>& producer, const std::vector<bool>& read_outside, int64_t id) {
+          const std::vector<int64_t>& producer, const std::vector<bool>& read_outside, int64_t id,
+          const Node* tail = nullptr, std::optional<TailReduce> reduce = {}) {
   std::vector<int32_t> reg(g.types.size(), -1);
   Node fused;
   FusedProgram program;
@@ -96,7 +144,8 @@ Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_
     }
   }
   const Shape& shape = g.types[g.nodes[group.members.back()].outputs[0]].shape;
-  fused.prim = std::make_shared<FusedElementwise>(std::move(program), shape);
+  if (tail) fused.outputs = tail->outputs;
+  fused.prim = std::make_shared<FusedElementwise>(std::move(program), shape, reduce);
   return fused;
 }
 
@@ -149,13 +198,37 @@ Graph fuse_elementwise(const Graph& g) {
     for (ValueId v : g.nodes[i].inputs)
       if (group_of_value(v) >= 0 && group_of_value(v) != group_of_node[i]) read_outside[v] = true;
 
+  // A reduction over trailing dims whose operand is the only value its group writes out joins
+  // the group (even a group of one: sum(exp(x)) never writes exp(x)); the fused node then runs
+  // where the reduction ran, after every member and before every reader.
+  std::vector<int> reads(g.types.size(), 0);
+  for (ValueId v : g.outputs) ++reads[v];
+  for (const Node& n : g.nodes)
+    for (ValueId v : n.inputs) ++reads[v];
+  std::vector<bool> has_tail(groups.size(), false);
+  std::vector<std::optional<TailReduce>> tails(num_nodes);
+  for (size_t i = 0; i < num_nodes; ++i) {
+    const Node& n = g.nodes[i];
+    const int64_t id = n.inputs.size() == 1 ? group_of_value(n.inputs[0]) : -1;
+    if (id < 0 || has_tail[id]) continue;
+    const std::optional<TailReduce> t = tail_reduce(g, n, reads);
+    bool only = t.has_value();
+    for (size_t m : groups[id].members)
+      for (ValueId v : g.nodes[m].outputs) only = only && (!read_outside[v] || v == n.inputs[0]);
+    if (only) has_tail[id] = true, tails[i] = t;
+  }
+
   Graph out = g;
   out.nodes.clear();
   for (size_t i = 0; i < num_nodes; ++i) {
     const int64_t id = group_of_node[i];
-    if (id < 0 || groups[id].members.size() == 1) {
+    if (tails[i]) {
+      const int64_t from = group_of_value(g.nodes[i].inputs[0]);
+      out.nodes.push_back(fuse(g, groups[from], group_of_node, producer, read_outside, from,
+                               &g.nodes[i], tails[i]));
+    } else if (id < 0 || (groups[id].members.size() == 1 && !has_tail[id])) {
       out.nodes.push_back(g.nodes[i]);
-    } else if (groups[id].members.back() == i) {
+    } else if (groups[id].members.back() == i && !has_tail[id]) {
       out.nodes.push_back(fuse(g, groups[id], group_of_node, producer, read_outside, id));
     }
   }
