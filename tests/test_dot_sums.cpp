@@ -110,3 +110,20 @@ TEST(DotSums, PerExampleGradientOfARecurrenceMatchesTheLoop) {
   }();
   EXPECT_LT(optimized_dots(per_example, p, xs), raw - 2 * (steps - 2));
 }
+
+TEST(DotSums, OuterProductsWithASharedFactorStayBatchedFirst) {
+  // Per example transpose(outer(y, h)) with h shared, as autodiff writes a weight gradient: the
+  // batch rule shares h as a stride-0 batch, and the transpose becomes an operand swap.
+  const Tensor ys = randn({6, 5}, 10), h = randn({4}, 11);
+  auto f = [](const Tensor& y, const Tensor& shared) {
+    return transpose(dot_general(y, shared, {{}, {}, {}, {}}));
+  };
+  auto batched = vmap(f, in_axes(0, none));
+  const Tensor got = compile(batched)(ys, h);
+  ASSERT_EQ(got.shape(), (Shape{6, 4, 5}));
+  for (int64_t b = 0; b < 6; ++b) expect_close(step(got, b), f(step(ys, b), h));
+  int transposes = 0;
+  for (const Node& node : detail::optimize(make_graph(batched)(ys, h)).nodes)
+    transposes += node.prim->name() == "transpose";
+  EXPECT_EQ(transposes, 0);
+}

@@ -4,6 +4,7 @@
 
 #include "kernels/matmul.h"
 #include "primitives/util.h"
+#include "transforms/batching.h"
 
 namespace lanes::prim {
 
@@ -98,10 +99,22 @@ std::vector<Tensor> DotGeneral::eval(const std::vector<Tensor>& in) const {
 // Both mapped: the two batch dims become a new leading batch pair. One mapped: its batch dim is
 // one more free dim of that operand, so `x_b @ W` stays one GEMM with the batch folded into M
 // (no broadcast of W).
-std::vector<Batched> DotGeneral::batch(const std::vector<Batched>& in, int64_t) const {
+std::vector<Batched> DotGeneral::batch(const std::vector<Batched>& in, int64_t size) const {
   const Batched &l = in[0], &r = in[1];
   DotDims d = dims_;
   const int64_t nbatch = static_cast<int64_t>(d.lhs_batch.size());
+  if (l.mapped() != r.mapped() && nbatch == 0 && d.lhs_contracting.empty()) {
+    // An outer product with one side mapped (a weight gradient whose input is shared, as an
+    // RNN's initial state). Folding the batch into the mapped side's free dims, as for a GEMM,
+    // gains nothing here, and leaves a product the passes cannot reorder: the transpose autodiff
+    // puts after it stays a transposed read. As a batched product, the unmapped side a stride-0
+    // view, it costs the same, the transpose becomes an operand swap, and a sum of such products
+    // merges with the others (src/runtime/dot_sums.cpp).
+    const DotDims outer{{}, {}, {0}, {0}};
+    return {
+        {dot_general(batching::batch_at_front(l, size), batching::batch_at_front(r, size), outer),
+         0}};
+  }
   if (l.mapped()) {
     d.lhs_contracting = shifted(d.lhs_contracting, l.dim);
     d.lhs_batch = shifted(d.lhs_batch, l.dim);
