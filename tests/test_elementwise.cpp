@@ -170,3 +170,29 @@ TEST(Elementwise, PrimitiveNamesInGraphs) {
 }
 
 }  // namespace
+
+// select with broadcast, strided and transposed operands: every layout takes the chunked SIMD
+// blend; each element is compared with the plain ternary.
+TEST(Elementwise, SelectOverEveryLayout) {
+  const int64_t n = 37, m = 1100;  // rows longer than a gather chunk, odd tails
+  std::vector<float> v(n * m), w(n * m);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.1f * i), w[i] = std::cos(0.3f * i);
+  const Tensor x = lanes::tensor(v, {n, m}), y = lanes::tensor(w, {n, m});
+  const Tensor cond = x > 0.0;
+  const Tensor zero = lanes::broadcast_to(lanes::scalar(0.0f), {n, m});
+  const Tensor y_t = lanes::transpose(lanes::transpose(y).contiguous());
+  const Tensor wide = lanes::concatenate({x, y}, 1);
+  const Tensor x_strided = lanes::slice(wide, {0, 0}, {n, 2 * m}, {1, 2});  // every other column
+  const auto c = cond.to_vector<bool>();
+  const auto xs = x_strided.to_vector<float>();
+  for (const auto& [a, b] : std::vector<std::pair<Tensor, Tensor>>{
+           {zero, y}, {x, zero}, {x_strided, y_t}, {zero, y_t}}) {
+    const auto got = lanes::where(cond, a, b).to_vector<float>();
+    const auto av = a.to_vector<float>(), bv = b.to_vector<float>();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], c[i] ? av[i] : bv[i]) << i;
+  }
+  const auto strided_cond =
+      lanes::where(lanes::slice(wide, {0, 0}, {n, 2 * m}, {1, 2}) > 0.0, x, y);
+  const auto got = strided_cond.to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], xs[i] > 0 ? v[i] : w[i]) << i;
+}
