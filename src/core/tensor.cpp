@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <list>
 #include <map>
 #include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include "core/strided.h"
 
@@ -27,29 +29,34 @@ constexpr size_t kCacheLimit = size_t{1} << 30;
 // 2 MiB were left to malloc at first, but glibc returns the top of its heap to the system and
 // maps large requests afresh: the 1.6 MB per-step products of an LSTM's gradient page-faulted on
 // every call (16% of its time).
+//
+// When the cache is full, the oldest blocks go back to the system to make room: refusing the new
+// block instead left a cache full of a finished loop's block sizes while every call of the next
+// workload (655 MB of per-example gradients) page-faulted its outputs afresh.
 class BlockCache {
  public:
   void* take(size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(bytes);
-    if (it == free_.end()) return nullptr;
-    void* p = it->second;
-    free_.erase(it);
+    auto it = by_size_.find(bytes);
+    if (it == by_size_.end()) return nullptr;
+    void* p = it->second->p;
+    age_.erase(it->second);
+    by_size_.erase(it);
     cached_ -= bytes;
     return p;
   }
   bool give(void* p, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (cached_ + bytes > kCacheLimit) return false;
-    free_.emplace(bytes, p);
+    if (bytes > kCacheLimit) return false;
+    while (cached_ + bytes > kCacheLimit) evict_oldest();
+    age_.push_back({p, bytes});
+    by_size_.emplace(bytes, std::prev(age_.end()));
     cached_ += bytes;
     return true;
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [bytes, p] : free_) std::free(p);
-    free_.clear();
-    cached_ = 0;
+    while (!age_.empty()) evict_oldest();
   }
   size_t cached() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -58,8 +65,26 @@ class BlockCache {
   ~BlockCache() { clear(); }
 
  private:
+  struct Block {
+    void* p;
+    size_t bytes;
+  };
+  void evict_oldest() {
+    const Block b = age_.front();
+    auto [first, last] = by_size_.equal_range(b.bytes);
+    for (auto it = first; it != last; ++it)
+      if (it->second == age_.begin()) {
+        by_size_.erase(it);
+        break;
+      }
+    age_.pop_front();
+    cached_ -= b.bytes;
+    std::free(b.p);
+  }
+
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_;
+  std::list<Block> age_;  // oldest first
+  std::unordered_multimap<size_t, std::list<Block>::iterator> by_size_;
   size_t cached_ = 0;
 };
 

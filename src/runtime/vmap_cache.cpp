@@ -10,7 +10,6 @@
 // another tensor while the entry lives. A hit skips batching, the passes and fusion: the call
 // costs the trace plus the optimized execution. The first call with a key runs eagerly; the
 // second builds the entry.
-#include <cstring>
 #include <deque>
 #include <mutex>
 #include <string_view>
@@ -93,11 +92,12 @@ struct Entry {
 
 }  // namespace
 
-// A key remembered in a bounded FIFO set.
-struct KeySet {
-  std::unordered_map<std::string, std::shared_ptr<const Entry>> map;
+// Keys in a bounded FIFO: the oldest goes first when it is full.
+template <class Value>
+struct BoundedMap {
+  std::unordered_map<std::string, Value> map;
   std::deque<std::string> order;  // oldest first
-  void add(const std::string& key, std::shared_ptr<const Entry> value, size_t limit) {
+  void add(const std::string& key, Value value, size_t limit) {
     if (map.emplace(key, std::move(value)).second) order.push_back(key);
     while (order.size() > limit) {
       map.erase(order.front());
@@ -106,10 +106,12 @@ struct KeySet {
   }
 };
 
+struct Seen {};  // a key met once, run without building its entry
+
 struct VmapCache::State {
   std::mutex mutex;
-  KeySet entries;
-  KeySet seen;
+  BoundedMap<std::shared_ptr<const Entry>> entries;
+  BoundedMap<Seen> seen;
 };
 
 VmapCache::VmapCache() : state_(std::make_shared<State>()) {}
@@ -131,7 +133,7 @@ std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& le
     if (auto it = s.entries.map.find(key); it != s.entries.map.end()) {
       entry = it->second;
     } else if (!s.seen.map.count(key)) {
-      s.seen.add(key, nullptr, kSeen);
+      s.seen.add(key, Seen{}, kSeen);
       first_sighting = true;
     }
   }
