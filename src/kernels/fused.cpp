@@ -125,6 +125,30 @@ bool costly(const FusedStep& s) {
   return false;
 }
 
+// One thread's registers: a tile-sized buffer each (8 bytes per element: the widest dtype), kept
+// per thread across calls so a small call allocates nothing, and where each register's tile is.
+class Registers {
+ public:
+  explicit Registers(int32_t n) : at(n) {
+    thread_local std::vector<char> buffers;
+    if (buffers.size() < size_t(n) * kRegisterBytes + 64)
+      buffers.resize(size_t(n) * kRegisterBytes + 64);
+    base_ = buffers.data() + (64 - reinterpret_cast<uintptr_t>(buffers.data()) % 64) % 64;
+  }
+  char* buffer(int32_t r) const { return base_ + size_t(r) * kRegisterBytes; }
+  // Register r holds the n elements from src, `step` apart: read in place when contiguous,
+  // gathered into its buffer otherwise.
+  void load(int32_t r, const char* src, int64_t step, int64_t n, size_t size) {
+    if (step != 1) gather(src, step, n, size, buffer(r));
+    at[r] = step == 1 ? src : buffer(r);
+  }
+
+  std::vector<const char*> at;
+
+ private:
+  char* base_;
+};
+
 // Element offset of each operand at the start of `row` of the space.
 void row_offsets(const Space& s, int64_t row, std::vector<int64_t>& off) {
   std::fill(off.begin(), off.end(), 0);
@@ -232,34 +256,23 @@ std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
   }
   parallel_for(
       rows * chunks, std::max<int64_t>(1, grain / std::min(len, kTile)), [&](int64_t b, int64_t e) {
-        // Registers: a tile-sized buffer each (8 bytes per element: the widest dtype), kept per
-        // thread across calls so a small call allocates nothing.
-        thread_local std::vector<char> buffers;
-        if (buffers.size() < size_t(nreg) * kRegisterBytes + 64)
-          buffers.resize(size_t(nreg) * kRegisterBytes + 64);
-        char* base = buffers.data() + (64 - reinterpret_cast<uintptr_t>(buffers.data()) % 64) % 64;
-        auto buffer = [&](int32_t r) { return base + size_t(r) * kRegisterBytes; };
-        std::vector<const char*> reg(nreg);
+        Registers regs(nreg);
+        std::vector<const char*>& reg = regs.at;
         std::vector<int64_t> off(inputs.size() + 1);
         for (int64_t u = b; u < e; ++u) {
           const int64_t row = u / chunks, c0 = u % chunks * kTile, n = std::min(kTile, len - c0);
           row_offsets(s, row, off);
           for (int32_t i = 0; i < nin; ++i) {
             const int64_t size = sizes[i], step = s.strides[i + 1].back();
-            const char* src = bases[i] + (off[i + 1] + c0 * step) * size;
-            if (step == 1) {
-              reg[i] = src;
-            } else {
-              gather(src, step, n, size_t(size), buffer(i));
-              reg[i] = buffer(i);
-            }
+            regs.load(i, bases[i] + (off[i + 1] + c0 * step) * size, step, n, size_t(size));
           }
           auto out_tile = [&](size_t o) {
             return static_cast<char*>(outs[o].raw_mutable_data()) +
                    (off[0] + c0) * int64_t(dtype_size(outs[o].dtype()));
           };
           for (size_t k = 0; k < p.steps.size(); ++k) {
-            char* dst = direct[k] >= 0 && !stream ? out_tile(direct[k]) : buffer(nin + int32_t(k));
+            char* dst =
+                direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(nin + int32_t(k));
             run_step(p.steps[k], reg, dst, n);
             reg[nin + k] = dst;
           }
@@ -304,12 +317,8 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
   const int64_t grain =
       std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner * int64_t(p.steps.size())));
   parallel_for(outer, grain, [&](int64_t b, int64_t e) {
-    thread_local std::vector<char> buffers;
-    if (buffers.size() < size_t(nreg) * kRegisterBytes + 64)
-      buffers.resize(size_t(nreg) * kRegisterBytes + 64);
-    char* base = buffers.data() + (64 - reinterpret_cast<uintptr_t>(buffers.data()) % 64) % 64;
-    auto buffer = [&](int32_t r) { return base + size_t(r) * kRegisterBytes; };
-    std::vector<const char*> reg(nreg);
+    Registers regs(nreg);
+    std::vector<const char*>& reg = regs.at;
     std::vector<int64_t> off(inputs.size() + 1), start(inputs.size());
     for (int64_t o = b; o < e; ++o) {
       // Each input's offset at the start of row o of the outer dims.
@@ -329,17 +338,12 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
           for (int32_t i = 0; i < nin; ++i) {
             const int64_t in_size = int64_t(dtype_size(inputs[i].dtype()));
             const int64_t step = s.strides[i + 1].back();
-            const char* src = bases[i] + (start[i] + off[i + 1] + c0 * step) * in_size;
-            if (step == 1) {
-              reg[i] = src;
-            } else {
-              gather(src, step, n, size_t(in_size), buffer(i));
-              reg[i] = buffer(i);
-            }
+            regs.load(i, bases[i] + (start[i] + off[i + 1] + c0 * step) * in_size, step, n,
+                      size_t(in_size));
           }
           for (size_t k = 0; k < p.steps.size(); ++k) {
-            run_step(p.steps[k], reg, buffer(nin + int32_t(k)), n);
-            reg[nin + k] = buffer(nin + int32_t(k));
+            run_step(p.steps[k], reg, regs.buffer(nin + int32_t(k)), n);
+            reg[nin + k] = regs.buffer(nin + int32_t(k));
           }
           reduce_into(op, dtype, reg[p.outputs[0]], n, acc);
         }
