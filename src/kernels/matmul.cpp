@@ -347,11 +347,11 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
   for (int64_t d : lb) out_shape.push_back(lhs.shape()[d]);
   for (int64_t d : lf) out_shape.push_back(lhs.shape()[d]);
   for (int64_t d : rf) out_shape.push_back(rhs.shape()[d]);
-  Tensor out = Tensor::empty(out_shape, lhs.dtype());
-  if (out.numel() == 0) return out;
+  if (shape_numel(out_shape) == 0) return Tensor::empty(out_shape, lhs.dtype());
   int64_t k = 1;
   for (int64_t d : lc) k *= lhs.shape()[d];
   if (k == 0) {  // an empty sum
+    Tensor out = Tensor::empty(out_shape, lhs.dtype());
     std::memset(out.raw_mutable_data(), 0, out.numel() * dtype_size(out.dtype()));
     return out;
   }
@@ -385,17 +385,22 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
   const Operand b = make_operand(rhs, pr, rb.size(), lc.size(), blas, unit_cols);
   int64_t batch = 1;
   for (int64_t d : lb) batch *= lhs.shape()[d];
+  std::optional<Tensor> view;  // checked before the output is allocated: it may not be needed
+  if (blas && lb.empty())
+    visit_dtype(lhs.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) view = identity_product<T>(a, b, out_shape);
+    });
+  if (view) return *view;
+  Tensor out = Tensor::empty(out_shape, lhs.dtype());
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_floating_point_v<T>) {
+    if constexpr (!std::is_floating_point_v<T>)
       int_matmul<T>(a, b, batch, out.mutable_data<T>());
-    } else if (small) {
+    else if (small)
       small_batched<T>(a, b, batch, out.mutable_data<T>());
-    } else if (auto view = lb.empty() ? identity_product<T>(a, b, out_shape) : std::nullopt) {
-      out = *view;
-    } else {
+    else
       gemm_batched<T>(a, b, batch, out.mutable_data<T>());
-    }
   });
   return out;
 }

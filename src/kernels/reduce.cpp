@@ -657,7 +657,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& axes) {
 }
 
 namespace {
-template <class T, class F>
+template <class F>
 void with_reduce_op(ReduceOp op, F&& f) {
   switch (op) {
     case ReduceOp::Sum:
@@ -675,7 +675,7 @@ void with_reduce_op(ReduceOp op, F&& f) {
 void reduce_into(ReduceOp op, DType dtype, const void* p, int64_t n, void* acc) {
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    with_reduce_op<T>(op, [&](auto o) {
+    with_reduce_op(op, [&](auto o) {
       using Op = decltype(o);
       T& a = *static_cast<T*>(acc);
       a = Op::apply(a, reduce_contiguous<Op>(static_cast<const T*>(p), n));
@@ -691,8 +691,8 @@ void reduce_into(ReduceOp op, DType dtype, const void* p, int64_t n, void* acc) 
 void reduce_identity(ReduceOp op, DType dtype, void* acc) {
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    with_reduce_op<T>(op,
-                      [&](auto o) { *static_cast<T*>(acc) = decltype(o)::template identity<T>(); });
+    with_reduce_op(op,
+                   [&](auto o) { *static_cast<T*>(acc) = decltype(o)::template identity<T>(); });
   };
   if (dtype == DType::Float32)
     run(float{});
