@@ -51,8 +51,12 @@ int64_t shape_numel(const Shape& shape);
 /// Row-major (C order) strides of a shape, in elements.
 Strides contiguous_strides(const Shape& shape);
 
-/// What a traced tensor stands for: a value of a graph being recorded (src/ir/trace.h).
-struct Tracer;
+/// What a traced tensor stands for: value `value` of the graph that the trace with id `trace_id`
+/// records (src/ir/trace.h). Trace ids start at 1.
+struct Tracer {
+  uint64_t trace_id;
+  int64_t value;
+};
 
 class Tensor {
  public:
@@ -65,20 +69,26 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset,
          DType dtype);
 
-  bool defined() const { return storage_ != nullptr || tracer_ != nullptr; }
+  bool defined() const { return impl_ != nullptr; }
   /// A tensor recorded by a transform (make_graph, vmap, grad, compile) while it traces a
   /// function: it has a shape and dtype but no values until the transformed function runs.
-  bool is_tracer() const { return tracer_ != nullptr; }
-  const std::shared_ptr<const Tracer>& tracer() const { return tracer_; }
-  static Tensor traced(std::shared_ptr<const Tracer> tracer, Shape shape, DType dtype);
-  const Shape& shape() const { return shape_; }
+  bool is_tracer() const { return impl_ && impl_->tracer.trace_id != 0; }
+  /// The traced value this tensor stands for, or nullptr for a concrete (or undefined) tensor.
+  const Tracer* tracer() const { return is_tracer() ? &impl_->tracer : nullptr; }
+  static Tensor traced(Tracer tracer, Shape shape, DType dtype);
+  const Shape& shape() const { return impl().shape; }
   int64_t shape(int64_t axis) const;  // negative axes count from the end
-  const Strides& strides() const { return strides_; }
-  int64_t offset() const { return offset_; }
-  DType dtype() const { return dtype_; }
-  int64_t ndim() const { return static_cast<int64_t>(shape_.size()); }
-  int64_t numel() const { return shape_numel(shape_); }
-  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  const Strides& strides() const { return impl().strides; }
+  int64_t offset() const { return impl().offset; }
+  DType dtype() const { return impl().dtype; }
+  int64_t ndim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t numel() const { return shape_numel(shape()); }
+  const std::shared_ptr<Storage>& storage() const { return impl().storage; }
+  /// Whether this handle is the only one on its storage: no other Tensor (copy or view) holds
+  /// it, so a kernel that owns this handle may write into the buffer.
+  bool sole_owner() const {
+    return impl_ && impl_.use_count() == 1 && impl_->storage && impl_->storage.use_count() == 1;
+  }
 
   /// Row-major with no gaps: the storage elements [offset, offset + numel) in order.
   bool is_contiguous() const;
@@ -87,13 +97,13 @@ class Tensor {
   template <class T>
   const T* data() const {
     check_type(dtype_of<T>());
-    return static_cast<const T*>(storage_->data()) + offset_;
+    return static_cast<const T*>(impl_->storage->data()) + impl_->offset;
   }
   /// Writable pointer, for kernels filling a tensor they just created with empty().
   template <class T>
   T* mutable_data() const {
     check_type(dtype_of<T>());
-    return static_cast<T*>(storage_->data()) + offset_;
+    return static_cast<T*>(impl_->storage->data()) + impl_->offset;
   }
   const void* raw_data() const;
   void* raw_mutable_data() const;
@@ -111,14 +121,22 @@ class Tensor {
   Tensor view(Shape shape, Strides strides, int64_t offset) const;
 
  private:
+  // Everything a tensor is, in one immutable record that copies share: copying a Tensor (into
+  // an op's argument list, a graph, a tree) is one reference count, never a shape allocation.
+  // This is most of what tracing costs per op.
+  struct Impl {
+    std::shared_ptr<Storage> storage;  // null for a tracer
+    Shape shape;
+    Strides strides;
+    int64_t offset = 0;
+    DType dtype = DType::Float32;
+    Tracer tracer{0, 0};  // trace_id 0: concrete
+  };
+  static const Impl undefined_;  // what an undefined tensor reports: rank 0, no storage
+  const Impl& impl() const { return impl_ ? *impl_ : undefined_; }
   void check_type(DType requested) const;
 
-  std::shared_ptr<Storage> storage_;
-  std::shared_ptr<const Tracer> tracer_;
-  Shape shape_;
-  Strides strides_;
-  int64_t offset_ = 0;
-  DType dtype_ = DType::Float32;
+  std::shared_ptr<const Impl> impl_;
 };
 
 /// Prints like numpy: `array([[1., 2.],\n       [3., 4.]], dtype=float32)`; large tensors are

@@ -160,35 +160,36 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
+const Tensor::Impl Tensor::undefined_{};
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset,
                DType dtype)
-    : storage_(std::move(storage)),
-      shape_(std::move(shape)),
-      strides_(std::move(strides)),
-      offset_(offset),
-      dtype_(dtype) {}
+    : impl_(std::make_shared<const Impl>(
+          Impl{std::move(storage), std::move(shape), std::move(strides), offset, dtype})) {}
 
-Tensor Tensor::traced(std::shared_ptr<const Tracer> tracer, Shape shape, DType dtype) {
+Tensor Tensor::traced(Tracer tracer, Shape shape, DType dtype) {
+  check(tracer.trace_id != 0, "traced: trace id 0 is reserved for concrete tensors");
   Tensor t;
-  t.tracer_ = std::move(tracer);
-  t.strides_ = contiguous_strides(shape);
-  t.shape_ = std::move(shape);
-  t.dtype_ = dtype;
+  Strides strides = contiguous_strides(shape);
+  t.impl_ = std::make_shared<const Impl>(
+      Impl{nullptr, std::move(shape), std::move(strides), 0, dtype, tracer});
   return t;
 }
 
 int64_t Tensor::shape(int64_t axis) const {
   const int64_t n = ndim();
   check(axis >= -n && axis < n, "shape: axis ", axis, " out of range for a tensor of shape ",
-        fmt(shape_));
-  return shape_[axis < 0 ? axis + n : axis];
+        fmt(shape()));
+  return shape()[axis < 0 ? axis + n : axis];
 }
 
 bool Tensor::is_contiguous() const {
   int64_t step = 1;
-  for (size_t i = shape_.size(); i-- > 0;) {
-    if (shape_[i] != 1 && strides_[i] != step) return false;
-    step *= shape_[i];
+  const Shape& dims = shape();
+  const Strides& steps = strides();
+  for (size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] != 1 && steps[i] != step) return false;
+    step *= dims[i];
   }
   return true;
 }
@@ -205,15 +206,15 @@ void check_has_values(const Tensor& t) {
 
 const void* Tensor::raw_data() const {
   check_has_values(*this);
-  return static_cast<const char*>(storage_->data()) + offset_ * dtype_size(dtype_);
+  return static_cast<const char*>(impl_->storage->data()) + impl_->offset * dtype_size(dtype());
 }
 
 void* Tensor::raw_mutable_data() const { return const_cast<void*>(raw_data()); }
 
 void Tensor::check_type(DType requested) const {
   check_has_values(*this);
-  check(requested == dtype_, "data: requested ", dtype_name(requested), " from a tensor of dtype ",
-        dtype_name(dtype_));
+  check(requested == dtype(), "data: requested ", dtype_name(requested), " from a tensor of dtype ",
+        dtype_name(dtype()));
 }
 
 template <class T>
@@ -221,7 +222,7 @@ std::vector<T> Tensor::to_vector() const {
   check_has_values(*this);
   const Tensor c = contiguous();
   std::vector<T> out(numel());
-  visit_dtype(dtype_, [&](auto tag) {
+  visit_dtype(dtype(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* src = c.data<S>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(src[i]);
@@ -231,7 +232,7 @@ std::vector<T> Tensor::to_vector() const {
 
 template <class T>
 T Tensor::item() const {
-  check(numel() == 1, "item: tensor of shape ", fmt(shape_), " has ", numel(), " elements, not 1");
+  check(numel() == 1, "item: tensor of shape ", fmt(shape()), " has ", numel(), " elements, not 1");
   return to_vector<T>()[0];
 }
 
@@ -248,14 +249,14 @@ LANES_INSTANTIATE(double)
 
 Tensor Tensor::contiguous() const {
   if (!defined() || is_tracer() || is_contiguous()) return *this;
-  Tensor out = empty(shape_, dtype_);
+  Tensor out = empty(shape(), dtype());
   detail::copy_strided(*this, out.raw_mutable_data());
   return out;
 }
 
 Tensor Tensor::view(Shape shape, Strides strides, int64_t offset) const {
   check_has_values(*this);
-  return Tensor(storage_, std::move(shape), std::move(strides), offset, dtype_);
+  return Tensor(impl_->storage, std::move(shape), std::move(strides), offset, dtype());
 }
 
 // ---- creation ---------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ ValueId TraceState::value_of(const Tensor& t) {
 
 Tensor TraceState::tracer(ValueId v) {
   const TensorType& type = graph.types[v];
-  return Tensor::traced(std::make_shared<const Tracer>(Tracer{id_, v}), type.shape, type.dtype);
+  return Tensor::traced(Tracer{id_, v}, type.shape, type.dtype);
 }
 
 std::vector<Tensor> TraceState::record(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,

@@ -9,12 +9,6 @@
 
 namespace lanes {
 
-/// A traced tensor stands for value `value` of the trace with id `trace_id`.
-struct Tracer {
-  uint64_t trace_id;
-  ValueId value;
-};
-
 namespace detail {
 
 class TraceState {

@@ -24,8 +24,8 @@ namespace lanes::kernels {
 /// buffer that saw its last use becomes the output (one allocation and one value's memory
 /// saved). A kernel called with a reference to a caller's only copy must not reuse it.
 inline bool donatable(const Tensor& t, DType dtype) {
-  return t.storage() && t.storage().use_count() == 1 && t.dtype() == dtype && t.offset() == 0 &&
-         t.is_contiguous() && t.storage()->bytes() == size_t(t.numel()) * dtype_size(dtype);
+  return t.sole_owner() && t.dtype() == dtype && t.offset() == 0 && t.is_contiguous() &&
+         t.storage()->bytes() == size_t(t.numel()) * dtype_size(dtype);
 }
 
 enum class UnaryOp : uint8_t {

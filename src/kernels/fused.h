@@ -41,7 +41,7 @@ struct FusedProgram {
 
 /// Runs the program over tensors of one shape `shape` (inputs may be any strided views of it,
 /// broadcasts included); returns fresh contiguous outputs. An input whose storage nothing else
-/// holds (use_count 1), contiguous and of an output's dtype, is overwritten in place as that
+/// holds (Tensor::sole_owner), contiguous and of an output's dtype, is overwritten in place as that
 /// output: each tile is read before it is written.
 std::vector<Tensor> run_fused(const FusedProgram& program, const Shape& shape,
                               const std::vector<Tensor>& inputs);
