@@ -40,8 +40,7 @@ struct Linearized {
   std::vector<Tensor> outputs;
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> backward;
 };
-Linearized vjp_graph(const Graph& g, const std::vector<Tensor>& inputs,
-                     const std::vector<bool>& wrt);
+Linearized vjp_graph(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& wrt);
 
 /// Forward mode over a graph: outputs and their tangents (zeros where none flows).
 std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
@@ -63,10 +62,10 @@ std::pair<std::invoke_result_t<const F&, const Args&...>, Linearized> linearize_
   (tree::flatten(args, inputs), ...);
   std::vector<bool> wrt = selected_leaves(argnums, {tree::num_leaves(args)...}, "grad");
   std::invoke_result_t<const F&, const Args&...> out{};
-  const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
+  Graph g = trace<F>(f, &out, leaf_types(args...), args...);
   inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
   wrt.resize(inputs.size(), false);
-  return {std::move(out), vjp_graph(g, inputs, wrt)};
+  return {std::move(out), vjp_graph(std::move(g), inputs, wrt)};
 }
 
 /// Cotangents of the argument leaves, rebuilt into one tree per argument.

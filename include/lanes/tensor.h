@@ -78,6 +78,7 @@ class Tensor {
   static Tensor traced(Tracer tracer, Shape shape, DType dtype);
   const Shape& shape() const { return impl().shape; }
   int64_t shape(int64_t axis) const;  // negative axes count from the end
+  /// In elements, one per dim; empty for a tracer, which has no layout.
   const Strides& strides() const { return impl().strides; }
   int64_t offset() const { return impl().offset; }
   DType dtype() const { return impl().dtype; }

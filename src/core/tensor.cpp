@@ -169,10 +169,10 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, i
 
 Tensor Tensor::traced(Tracer tracer, Shape shape, DType dtype) {
   check(tracer.trace_id != 0, "traced: trace id 0 is reserved for concrete tensors");
+  // No strides: a tracer has no memory layout, and creating one per traced op would cost an
+  // allocation.
   Tensor t;
-  Strides strides = contiguous_strides(shape);
-  t.impl_ = std::make_shared<const Impl>(
-      Impl{nullptr, std::move(shape), std::move(strides), 0, dtype, tracer});
+  t.impl_ = std::make_shared<const Impl>(Impl{nullptr, std::move(shape), {}, 0, dtype, tracer});
   return t;
 }
 
@@ -184,6 +184,7 @@ int64_t Tensor::shape(int64_t axis) const {
 }
 
 bool Tensor::is_contiguous() const {
+  if (is_tracer()) return true;  // no layout yet: whatever runs it will be given one
   int64_t step = 1;
   const Shape& dims = shape();
   const Strides& steps = strides();

@@ -87,11 +87,12 @@ void check_scalar_output(const std::vector<Tensor>& outputs, const char* transfo
         fmt(y.shape()), " ", dtype_name(y.dtype()), "; use vjp or jacrev for other outputs");
 }
 
-Linearized vjp_graph(const Graph& g, const std::vector<Tensor>& inputs,
+Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
                      const std::vector<bool>& wrt) {
-  check(inputs.size() == g.inputs.size() && wrt.size() == inputs.size(), "vjp: the graph takes ",
-        g.inputs.size(), " inputs, got ", inputs.size());
-  auto graph = std::make_shared<const Graph>(g);
+  check(inputs.size() == graph_in.inputs.size() && wrt.size() == inputs.size(),
+        "vjp: the graph takes ", graph_in.inputs.size(), " inputs, got ", inputs.size());
+  auto graph = std::make_shared<const Graph>(std::move(graph_in));
+  const Graph& g = *graph;
   auto env = std::make_shared<std::vector<Tensor>>(g.types.size());
   auto active = std::make_shared<std::vector<bool>>(g.types.size(), false);
   for (const auto& [v, t] : g.constants) (*env)[v] = t;
