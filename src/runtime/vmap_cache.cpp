@@ -35,19 +35,34 @@ std::string_view storage_bytes(const Tensor& t) {
   return {static_cast<const char*>(t.storage()->data()), t.storage()->bytes()};
 }
 
-// The view (dtype, shape, strides, offset) and either a hash of the storage's bytes - a hit
-// then compares the bytes themselves (same_values) - or the storage's address.
-void append_constant(std::string& key, const Tensor& t) {
-  key += dtype_name(t.dtype());
-  key += shape_str(t.shape());
-  key += shape_str(t.strides());
-  key += '@';
-  key += std::to_string(t.offset());
-  key += by_value(t) ? '#' : '&';
-  key += by_value(t) ? std::to_string(std::hash<std::string_view>{}(storage_bytes(t)))
-                     : std::to_string(reinterpret_cast<uintptr_t>(t.storage().get()));
-  key += ';';
-}
+// The key is binary: integers as their bytes, each list after its length, so that no two graphs
+// share a key and building one costs no number formatting (it runs on every call).
+struct KeyWriter {
+  std::string key;
+  void add(int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void add(const std::vector<int64_t>& xs) {
+    add(static_cast<int64_t>(xs.size()));
+    key.append(reinterpret_cast<const char*>(xs.data()), xs.size() * sizeof(int64_t));
+  }
+  void add(const std::string& s) {
+    add(static_cast<int64_t>(s.size()));
+    key += s;
+  }
+  void add(const TensorType& t) {
+    add(static_cast<int64_t>(t.dtype));
+    add(t.shape);
+  }
+  // The view (dtype, shape, strides, offset) and either a hash of the storage's bytes - a hit
+  // then compares the bytes themselves (same_values) - or the storage's address.
+  void add_constant(const Tensor& t) {
+    add({t.shape(), t.dtype()});
+    add(t.strides());
+    add(t.offset());
+    add(by_value(t));
+    add(by_value(t) ? static_cast<int64_t>(std::hash<std::string_view>{}(storage_bytes(t)))
+                    : static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.storage().get())));
+  }
+};
 
 // Whether the constants keyed by value hold the same bytes (a hash match is not proof).
 bool same_values(const Graph& g, const std::vector<Tensor>& pinned) {
@@ -60,29 +75,36 @@ bool same_values(const Graph& g, const std::vector<Tensor>& pinned) {
 
 std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
                       const std::vector<AxisLeaf>& out_axes, const VmapOptions& options) {
-  std::string key;
-  for (size_t i = 0; i < leaves.size(); ++i)
-    key += dtype_name(leaves[i].dtype()) + shape_str(leaves[i].shape()) + '@' +
-           std::to_string(plan.dims[i]) + ';';
-  for (const AxisLeaf& a : out_axes) key += a.axis ? std::to_string(*a.axis) + ',' : "n,";
-  key += options.fallback == Fallback::Error ? "E|" : "W|";
-  for (const TensorType& t : g.types) key += dtype_name(t.dtype) + shape_str(t.shape);
-  key += '|';
+  KeyWriter w;
+  w.key.reserve(64 * (g.types.size() + g.nodes.size()));
+  w.add(static_cast<int64_t>(leaves.size()));
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    w.add({leaves[i].shape(), leaves[i].dtype()});
+    w.add(plan.dims[i]);
+  }
+  w.add(static_cast<int64_t>(out_axes.size()));
+  for (const AxisLeaf& a : out_axes) {
+    w.add(a.axis.has_value());  // out_axes may be negative: -1 is an axis, not "none"
+    w.add(a.axis.value_or(0));
+  }
+  w.add(options.fallback == Fallback::Error);
+  w.add(static_cast<int64_t>(g.types.size()));
+  for (const TensorType& t : g.types) w.add(t);
+  w.add(static_cast<int64_t>(g.constants.size()));
   for (const auto& [v, t] : g.constants) {
-    key += std::to_string(v) + '=';
-    append_constant(key, t);
+    w.add(v);
+    w.add_constant(t);
   }
+  w.add(static_cast<int64_t>(g.nodes.size()));
   for (const Node& n : g.nodes) {
-    key += describe(*n.prim);
-    for (ValueId v : n.inputs) key += ' ' + std::to_string(v);
-    key += " ->";
-    for (ValueId v : n.outputs) key += ' ' + std::to_string(v);
-    key += '\n';
+    w.add(n.prim->name());
+    w.add(n.prim->params());
+    w.add(n.inputs);
+    w.add(n.outputs);
   }
-  for (ValueId v : g.inputs) key += std::to_string(v) + ',';
-  key += '|';
-  for (ValueId v : g.outputs) key += std::to_string(v) + ',';
-  return key;
+  w.add(g.inputs);
+  w.add(g.outputs);
+  return std::move(w.key);
 }
 
 struct Entry {
