@@ -35,7 +35,7 @@ struct Graph {
   std::vector<Node> nodes;       // in a valid execution order
   std::vector<Tensor> captured;  // traced values of enclosing traces, fed to the last inputs
 
-  ValueId add_value(const TensorType& type);
+  ValueId add_value(TensorType type);
   size_t num_explicit_inputs() const { return inputs.size() - captured.size(); }
 };
 

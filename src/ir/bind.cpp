@@ -20,9 +20,9 @@ std::vector<TensorType> types_of(const Primitive& prim, const std::vector<Tensor
 }  // namespace
 
 std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& inputs) {
-  const std::vector<TensorType> out_types = prim->infer(types_of(*prim, inputs));
+  std::vector<TensorType> out_types = prim->infer(types_of(*prim, inputs));
   if (detail::TraceState* trace = detail::owning_trace(inputs))
-    return trace->record(prim, inputs, out_types);
+    return trace->record(prim, inputs, std::move(out_types));
   std::vector<Tensor> outputs = prim->eval(inputs);
 #ifndef NDEBUG
   // The shape rule and the kernel must agree; a mismatch is a bug in lanes, not bad input.

@@ -6,8 +6,8 @@
 
 namespace lanes {
 
-ValueId Graph::add_value(const TensorType& type) {
-  types.push_back(type);
+ValueId Graph::add_value(TensorType type) {
+  types.push_back(std::move(type));
   return static_cast<ValueId>(types.size()) - 1;
 }
 

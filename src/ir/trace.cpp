@@ -42,15 +42,15 @@ Tensor TraceState::tracer(ValueId v) {
 }
 
 std::vector<Tensor> TraceState::record(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
-                                       const std::vector<TensorType>& out_types) {
+                                       std::vector<TensorType> out_types) {
   Node node{prim, {}, {}};
   node.inputs.reserve(inputs.size());
   for (const Tensor& x : inputs) node.inputs.push_back(value_of(x));
   node.outputs.reserve(out_types.size());
   std::vector<Tensor> outputs;
   outputs.reserve(out_types.size());
-  for (const TensorType& type : out_types) {
-    node.outputs.push_back(graph.add_value(type));
+  for (TensorType& type : out_types) {
+    node.outputs.push_back(graph.add_value(std::move(type)));
     outputs.push_back(tracer(node.outputs.back()));
   }
   graph.nodes.push_back(std::move(node));

@@ -23,7 +23,7 @@ class TraceState {
   Tensor tracer(ValueId v);
   /// Records prim applied to inputs; returns traced outputs of the given types.
   std::vector<Tensor> record(const PrimitivePtr& prim, const std::vector<Tensor>& inputs,
-                             const std::vector<TensorType>& out_types);
+                             std::vector<TensorType> out_types);
 
   Graph graph;
   std::vector<ValueId> explicit_inputs;

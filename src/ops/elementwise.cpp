@@ -1,6 +1,7 @@
 // Elementwise ops: numpy broadcasting and jax type promotion (lanes/dtype.h) over the
 // elementwise primitives; square, relu and clip are composites.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -182,13 +183,37 @@ Tensor cast(const Tensor& x, DType dtype) {
   return apply<prim::Cast>({x}, dtype);
 }
 
-Tensor weak_scalar(double value, bool is_floating, const Tensor& like) {
-  need(like, "weak_scalar", "like");
-  const DType dtype = promote_weak(like.dtype(), is_floating);
-  if (is_floating || lanes::is_floating(dtype))
-    return kernels::cast(scalar(value, DType::Float64), dtype);
+namespace {
+// The same few scalars recur in every derivative rule (1 - y*y, t / (2y), -0.5) and in user code;
+// each would cost two tensors and a cast kernel per op, which is a good part of what tracing a
+// rule costs. Tensors are immutable, so one per (value, dtype) and thread is shared. Being
+// shared, none of them is ever donated to a kernel's output (Tensor::sole_owner).
+Tensor make_scalar(double value, DType dtype) {
+  if (lanes::is_floating(dtype)) return kernels::cast(scalar(value, DType::Float64), dtype);
   // Integers: saturate into int64, then wrap into the dtype (uint8 - 1 wraps like numpy).
   return kernels::cast(kernels::cast(scalar(value, DType::Float64), DType::Int64), dtype);
+}
+
+Tensor shared_scalar(double value, DType dtype) {
+  struct Entry {
+    uint64_t bits;
+    DType dtype;
+    Tensor t;
+  };
+  constexpr size_t kKept = 64;
+  thread_local std::vector<Entry> kept;
+  const uint64_t bits = std::bit_cast<uint64_t>(value);  // tells 0.0 from -0.0, keeps NaNs apart
+  for (const Entry& e : kept)
+    if (e.bits == bits && e.dtype == dtype) return e.t;
+  if (kept.size() == kKept) kept.erase(kept.begin());
+  kept.push_back({bits, dtype, make_scalar(value, dtype)});
+  return kept.back().t;
+}
+}  // namespace
+
+Tensor weak_scalar(double value, bool is_floating, const Tensor& like) {
+  need(like, "weak_scalar", "like");
+  return shared_scalar(value, promote_weak(like.dtype(), is_floating));
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
