@@ -41,4 +41,11 @@ void check(bool ok, const Parts&... parts) {
   if (!ok) throw Error(detail::concat(parts...));
 }
 
+/// Throws like a failed check. For hot paths whose message parts cost something to compute (a
+/// primitive's name or description): `if (!ok) fail(describe(p), ...)` computes them only then.
+template <class... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+  throw Error(detail::concat(parts...));
+}
+
 }  // namespace lanes

@@ -12,7 +12,7 @@ std::vector<TensorType> types_of(const Primitive& prim, const std::vector<Tensor
   std::vector<TensorType> types;
   types.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    check(inputs[i].defined(), prim.name(), ": input ", i, " is an undefined tensor");
+    if (!inputs[i].defined()) fail(prim.name(), ": input ", i, " is an undefined tensor");
     types.push_back({inputs[i].shape(), inputs[i].dtype()});
   }
   return types;
@@ -39,7 +39,7 @@ std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& in
 
 Tensor bind1(const PrimitivePtr& prim, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs = bind(prim, inputs);
-  check(outputs.size() == 1, describe(*prim), " has ", outputs.size(), " outputs, not 1");
+  if (outputs.size() != 1) fail(describe(*prim), " has ", outputs.size(), " outputs, not 1");
   return outputs[0];
 }
 

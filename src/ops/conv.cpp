@@ -8,7 +8,7 @@ namespace lanes {
 namespace {
 
 std::array<int64_t, 2> pair(const char* op, const std::vector<int64_t>& v, const char* what) {
-  check(v.size() == 2, op, ": ", what, " needs 2 values (height, width), got ", shape_str(v));
+  check(v.size() == 2, op, ": ", what, " needs 2 values (height, width), got ", fmt(v));
   return {v[0], v[1]};
 }
 
@@ -70,8 +70,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight,
     check(extra[i] >= 0 && (extra[i] < s || extra[i] < d), op,
           ": output_padding must be non-negative and smaller than the stride or the dilation, "
           "got output_padding ",
-          shape_str(options.output_padding), ", stride ", shape_str(options.stride), ", dilation ",
-          shape_str(options.dilation));
+          fmt(options.output_padding), ", stride ", fmt(options.stride), ", dilation ",
+          fmt(options.dilation));
     size[i] = (in - 1) * s - 2 * p.padding[i] + d * (weight.shape(2 + i) - 1) + extra[i] + 1;
     check(size[i] > 0 || s <= 0 || d <= 0 || p.padding[i] < 0, op, ": the output ",
           i == 0 ? "height" : "width", " would be ", size[i], ", not positive",

@@ -91,14 +91,13 @@ Tensor tensordot(const Tensor& a, const Tensor& b, int64_t axes) {
 
 Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int64_t>& a_axes,
                  const std::vector<int64_t>& b_axes) {
-  check(a_axes.size() == b_axes.size(), "tensordot: axes ", shape_str(a_axes), " and ",
-        shape_str(b_axes), " must have the same length (shapes ", fmt(a.shape()), " and ",
-        fmt(b.shape()), ")");
+  check(a_axes.size() == b_axes.size(), "tensordot: axes ", fmt(a_axes), " and ", fmt(b_axes),
+        " must have the same length (shapes ", fmt(a.shape()), " and ", fmt(b.shape()), ")");
   std::vector<int64_t> la = a_axes, lb = b_axes;
   for (size_t i = 0; i < la.size(); ++i) {
     check(la[i] >= -a.ndim() && la[i] < a.ndim() && lb[i] >= -b.ndim() && lb[i] < b.ndim(),
-          "tensordot: axes ", shape_str(a_axes), " and ", shape_str(b_axes),
-          " are out of range for shapes ", fmt(a.shape()), " and ", fmt(b.shape()));
+          "tensordot: axes ", fmt(a_axes), " and ", fmt(b_axes), " are out of range for shapes ",
+          fmt(a.shape()), " and ", fmt(b.shape()));
     la[i] += la[i] < 0 ? a.ndim() : 0;
     lb[i] += lb[i] < 0 ? b.ndim() : 0;
     check_aligned("tensordot", a, la[i], b, lb[i]);
@@ -107,8 +106,8 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const std::vector<int64_t>& a
     std::vector<int64_t> sorted = *axes;
     std::sort(sorted.begin(), sorted.end());
     check(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
-          "tensordot: repeated axis in ", shape_str(a_axes), " / ", shape_str(b_axes),
-          " for shapes ", fmt(a.shape()), " and ", fmt(b.shape()));
+          "tensordot: repeated axis in ", fmt(a_axes), " / ", fmt(b_axes), " for shapes ",
+          fmt(a.shape()), " and ", fmt(b.shape()));
   }
   return dot_general(a, b, {la, lb, {}, {}});
 }

@@ -39,8 +39,8 @@ Tensor reduce(ReduceOp kind, const char* op, const Tensor& x, const Axes& axes, 
   const std::vector<int64_t> ax = prim::reduction_axes(axes.list, axes.all, x.shape(), op);
   if (kind == ReduceOp::Max || kind == ReduceOp::Min) {
     check(reduced_count(x.shape(), ax) > 0 || kept_count(x.shape(), ax) == 0, op,
-          ": zero-size reduction over axes ", shape_str(ax), " of a tensor of shape ",
-          fmt(x.shape()), " has no identity");
+          ": zero-size reduction over axes ", fmt(ax), " of a tensor of shape ", fmt(x.shape()),
+          " has no identity");
   }
   Tensor in = x;
   if (x.dtype() == DType::Bool && (kind == ReduceOp::Sum || kind == ReduceOp::Prod))

@@ -33,7 +33,7 @@ std::vector<int64_t> normalize_axes(const Axes& axes, int64_t ndim, const char* 
   for (int64_t a : axes.list) out.push_back(prim::normalize_axis(a, ndim, op));
   std::sort(out.begin(), out.end());
   check(std::adjacent_find(out.begin(), out.end()) == out.end(), op, ": repeated axis in ",
-        shape_str(axes.list));
+        fmt(axes.list));
   return out;
 }
 

@@ -10,9 +10,14 @@ namespace lanes::prim {
 
 namespace {
 
-// " (lhs shape (2, 3), rhs shape (3, 4))": every message names both operands.
-std::string operands(const Shape& lhs, const Shape& rhs) {
-  return " (lhs shape " + shape_str(lhs) + ", rhs shape " + shape_str(rhs) + ")";
+// " (lhs shape (2, 3), rhs shape (3, 4))": every message names both operands. Streamed, so it is
+// formatted only when a check fails (the shape rule runs on every traced product).
+struct Operands {
+  const Shape& lhs;
+  const Shape& rhs;
+};
+std::ostream& operator<<(std::ostream& os, const Operands& o) {
+  return os << " (lhs shape " << fmt(o.lhs) << ", rhs shape " << fmt(o.rhs) << ")";
 }
 
 bool contains(const std::vector<int64_t>& v, int64_t x) {
@@ -21,7 +26,7 @@ bool contains(const std::vector<int64_t>& v, int64_t x) {
 
 // Dims of one operand: in range, and no dim used twice across its contracting and batch lists.
 void check_side(const char* side, const Shape& shape, const std::vector<int64_t>& contracting,
-                const std::vector<int64_t>& batch, const std::string& where) {
+                const std::vector<int64_t>& batch, const Operands& where) {
   const int64_t rank = static_cast<int64_t>(shape.size());
   std::vector<int64_t> seen;
   for (const auto* list : {&contracting, &batch}) {
@@ -30,15 +35,15 @@ void check_side(const char* side, const Shape& shape, const std::vector<int64_t>
       check(d >= 0 && d < rank, "dot_general: ", side, kind, " dim ", d,
             " is out of range for rank ", rank, where);
       check(!contains(seen, d), "dot_general: ", side, " dim ", d,
-            " is repeated in contracting dims ", list_str(contracting), " / batch dims ",
-            list_str(batch), where);
+            " is repeated in contracting dims ", fmt(contracting), " / batch dims ", fmt(batch),
+            where);
       seen.push_back(d);
     }
   }
 }
 
 void check_pairs(const char* kind, const std::vector<int64_t>& l, const std::vector<int64_t>& r,
-                 const Shape& ls, const Shape& rs, const std::string& where) {
+                 const Shape& ls, const Shape& rs, const Operands& where) {
   for (size_t i = 0; i < l.size(); ++i)
     check(ls[l[i]] == rs[r[i]], "dot_general: ", kind, " dims lhs ", l[i], " (size ", ls[l[i]],
           ") and rhs ", r[i], " (size ", rs[r[i]], ") differ in size", where);
@@ -69,15 +74,15 @@ std::string DotGeneral::params() const {
 std::vector<TensorType> DotGeneral::infer(const std::vector<TensorType>& in) const {
   check_arity(in, 2, "dot_general");
   const Shape &ls = in[0].shape, &rs = in[1].shape;
-  const std::string where = operands(ls, rs);
+  const Operands where{ls, rs};
   check(in[0].dtype == in[1].dtype, "dot_general: operands must have the same dtype, got ",
         dtype_name(in[0].dtype), " and ", dtype_name(in[1].dtype), where);
   const DotDims& d = dims_;
   check(d.lhs_contracting.size() == d.rhs_contracting.size(), "dot_general: lhs_contracting ",
-        list_str(d.lhs_contracting), " and rhs_contracting ", list_str(d.rhs_contracting),
+        fmt(d.lhs_contracting), " and rhs_contracting ", fmt(d.rhs_contracting),
         " must have the same length", where);
-  check(d.lhs_batch.size() == d.rhs_batch.size(), "dot_general: lhs_batch ", list_str(d.lhs_batch),
-        " and rhs_batch ", list_str(d.rhs_batch), " must have the same length", where);
+  check(d.lhs_batch.size() == d.rhs_batch.size(), "dot_general: lhs_batch ", fmt(d.lhs_batch),
+        " and rhs_batch ", fmt(d.rhs_batch), " must have the same length", where);
   check_side("lhs", ls, d.lhs_contracting, d.lhs_batch, where);
   check_side("rhs", rs, d.rhs_contracting, d.rhs_batch, where);
   check_pairs("contracting", d.lhs_contracting, d.rhs_contracting, ls, rs, where);

@@ -127,8 +127,9 @@ std::pair<Tensor, Tensor> binary_partials(kernels::BinaryOp kind, const Tensor& 
 // ---- unary ------------------------------------------------------------------------------------
 
 std::vector<TensorType> Unary::infer(const std::vector<TensorType>& in) const {
-  check_arity(in, 1, name().c_str());
-  check(kernels::unary_accepts(kind_, in[0].dtype), name(), ": does not accept an operand of ",
+  const char* op = kernels::unary_name(kind_);  // not name(): a string per traced op
+  check_arity(in, 1, op);
+  check(kernels::unary_accepts(kind_, in[0].dtype), op, ": does not accept an operand of ",
         type_str(in[0]));
   return {in[0]};
 }
@@ -154,10 +155,11 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& x, const std::vector<T
 // ---- binary -----------------------------------------------------------------------------------
 
 std::vector<TensorType> Binary::infer(const std::vector<TensorType>& in) const {
-  check_arity(in, 2, name().c_str());
-  check(in[0] == in[1], name(), ": operands must have equal shapes and dtypes, got ",
-        type_str(in[0]), " and ", type_str(in[1]));
-  check(kernels::binary_accepts(kind_, in[0].dtype), name(), ": does not accept operands of ",
+  const char* op = kernels::binary_name(kind_);
+  check_arity(in, 2, op);
+  check(in[0] == in[1], op, ": operands must have equal shapes and dtypes, got ", type_str(in[0]),
+        " and ", type_str(in[1]));
+  check(kernels::binary_accepts(kind_, in[0].dtype), op, ": does not accept operands of ",
         type_str(in[0]));
   return {{in[0].shape, is_comparison() ? DType::Bool : in[0].dtype}};
 }

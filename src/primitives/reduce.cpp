@@ -23,7 +23,7 @@ std::vector<int64_t> reduction_axes(const std::vector<int64_t>& axes, bool all, 
   std::sort(out.begin(), out.end());
   const auto repeated = std::adjacent_find(out.begin(), out.end());
   check(repeated == out.end(), op, ": repeated axis ", repeated == out.end() ? 0 : *repeated,
-        " in axes ", list_str(axes), " for a tensor of shape ", fmt(shape));
+        " in axes ", fmt(axes), " for a tensor of shape ", fmt(shape));
   return out;
 }
 
@@ -43,7 +43,7 @@ std::vector<TensorType> Reduce::infer(const std::vector<TensorType>& in) const {
   const Shape& s = in[0].shape;
   for (size_t i = 0; i < axes_.size(); ++i)
     check(axes_[i] >= 0 && axes_[i] < int64_t(s.size()) && (i == 0 || axes_[i] > axes_[i - 1]),
-          name(), ": axes ", list_str(axes_), " must be increasing and within the rank of shape ",
+          name(), ": axes ", fmt(axes_), " must be increasing and within the rank of shape ",
           fmt(s));
   const bool logical = in[0].dtype == DType::Bool;
   check(!logical || kind_ == Kind::Max || kind_ == Kind::Min, name(),
@@ -58,7 +58,7 @@ std::vector<TensorType> Reduce::infer(const std::vector<TensorType>& in) const {
   }
   const bool has_identity = kind_ == Kind::Sum || kind_ == Kind::Prod;
   check(has_identity || reduced > 0 || shape_numel(out) == 0, name(),
-        ": cannot reduce the empty axes ", list_str(axes_), " of a tensor of shape ", fmt(s),
+        ": cannot reduce the empty axes ", fmt(axes_), " of a tensor of shape ", fmt(s),
         ": the operation has no identity");
   return {{out, in[0].dtype}};
 }

@@ -54,8 +54,8 @@ std::vector<TensorType> Transpose::infer(const std::vector<TensorType>& in) cons
   std::sort(sorted.begin(), sorted.end());
   bool is_perm = sorted.size() == s.size();
   for (size_t i = 0; is_perm && i < sorted.size(); ++i) is_perm = sorted[i] == int64_t(i);
-  check(is_perm, "transpose: permutation ", list_str(perm_), " is not a permutation of the ",
-        s.size(), " axes of a tensor of shape ", fmt(s));
+  check(is_perm, "transpose: permutation ", fmt(perm_), " is not a permutation of the ", s.size(),
+        " axes of a tensor of shape ", fmt(s));
   Shape out(s.size());
   for (size_t i = 0; i < s.size(); ++i) out[i] = s[perm_[i]];
   return {{out, in[0].dtype}};
@@ -102,11 +102,11 @@ std::vector<TensorType> BroadcastInDim::infer(const std::vector<TensorType>& in)
   check_arity(in, 1, "broadcast_in_dim");
   const Shape& s = in[0].shape;
   check(dims_.size() == s.size(), "broadcast_in_dim: operand of shape ", fmt(s), " needs ",
-        s.size(), " broadcast_dimensions, got ", list_str(dims_));
+        s.size(), " broadcast_dimensions, got ", fmt(dims_));
   for (size_t i = 0; i < dims_.size(); ++i) {
     const int64_t d = dims_[i];
     check(d >= 0 && d < int64_t(shape_.size()) && (i == 0 || d > dims_[i - 1]),
-          "broadcast_in_dim: broadcast_dimensions ", list_str(dims_),
+          "broadcast_in_dim: broadcast_dimensions ", fmt(dims_),
           " must be increasing and within the rank of shape ", fmt(shape_));
     check(s[i] == 1 || s[i] == shape_[d], "broadcast_in_dim: cannot broadcast shape ", fmt(s),
           " to shape ", fmt(shape_), ": operand dim ", i, " has size ", s[i], " but target dim ", d,
@@ -160,8 +160,8 @@ std::vector<TensorType> Slice::infer(const std::vector<TensorType>& in) const {
   check_arity(in, 1, "slice");
   const Shape& s = in[0].shape;
   check(start_.size() == s.size() && limit_.size() == s.size() && strides_.size() == s.size(),
-        "slice: start ", list_str(start_), ", limit ", list_str(limit_), " and strides ",
-        list_str(strides_), " must each have one entry per dim of shape ", fmt(s));
+        "slice: start ", fmt(start_), ", limit ", fmt(limit_), " and strides ", fmt(strides_),
+        " must each have one entry per dim of shape ", fmt(s));
   Shape out(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     check(0 <= start_[i] && start_[i] <= limit_[i] && limit_[i] <= s[i] && strides_[i] >= 1,

@@ -89,8 +89,8 @@ std::string Pad::params() const {
 std::vector<TensorType> Pad::infer(const std::vector<TensorType>& in) const {
   check_arity(in, 1, "pad");
   const Shape& s = in[0].shape;
-  check(low_.size() == s.size() && high_.size() == s.size(), "pad: low ", list_str(low_),
-        " and high ", list_str(high_), " must each have one entry per dim of shape ", fmt(s));
+  check(low_.size() == s.size() && high_.size() == s.size(), "pad: low ", fmt(low_), " and high ",
+        fmt(high_), " must each have one entry per dim of shape ", fmt(s));
   Shape out(s.size());
   for (size_t d = 0; d < s.size(); ++d) {
     out[d] = low_[d] + s[d] + high_[d];

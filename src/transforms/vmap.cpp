@@ -197,8 +197,9 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
       for (Tensor& t : lanes::bind(n.prim, plain)) outs.push_back({std::move(t), kNotMapped});
     } else {
       outs = n.prim->batch(args, plan.size);
-      check(outs.size() == n.outputs.size(), describe(*n.prim), ": batching rule gave ",
-            outs.size(), " outputs, expected ", n.outputs.size());
+      if (outs.size() != n.outputs.size())
+        fail(describe(*n.prim), ": batching rule gave ", outs.size(), " outputs, expected ",
+             n.outputs.size());
     }
     for (size_t k = 0; k < outs.size(); ++k) {
       record.value(n.outputs[k], outs[k].dim);
