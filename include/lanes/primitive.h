@@ -79,6 +79,19 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   virtual std::vector<Tensor> vjp(const std::vector<Tensor>& primals,
                                   const std::vector<Tensor>& cotangents,
                                   const std::vector<Tensor>& outputs) const;
+
+  /// vjp when only the cotangents of the inputs flagged in `wanted` will be read; the others may
+  /// come back undefined. Autodiff calls this one, so a rule whose cotangents each cost an op
+  /// (mul, div, select, dot_general) skips those of constants and of arguments nobody
+  /// differentiates: a Jacobian would otherwise trace, and eager grad compute, the products
+  /// for them. The default computes them all with vjp.
+  virtual std::vector<Tensor> vjp_wanted(const std::vector<Tensor>& primals,
+                                         const std::vector<Tensor>& cotangents,
+                                         const std::vector<Tensor>& outputs,
+                                         const std::vector<bool>& wanted) const {
+    (void)wanted;
+    return vjp(primals, cotangents, outputs);
+  }
 };
 
 using PrimitivePtr = std::shared_ptr<const Primitive>;

@@ -202,14 +202,20 @@ std::vector<Tensor> DotGeneral::jvp(const std::vector<Tensor>& x, const std::vec
   return {out};
 }
 
-std::vector<Tensor> DotGeneral::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
-                                    const std::vector<Tensor>&) const {
+std::vector<Tensor> DotGeneral::vjp_wanted(const std::vector<Tensor>& x,
+                                           const std::vector<Tensor>& ct,
+                                           const std::vector<Tensor>&,
+                                           const std::vector<bool>& wanted) const {
   if (!is_floating(x[0].dtype())) return {Tensor(), Tensor()};
   const DotDims& d = dims_;
-  return {transpose_operand(ct[0], x[1], x[0].ndim(), d.lhs_batch, d.lhs_contracting, d.rhs_batch,
-                            d.rhs_contracting, true),
-          transpose_operand(ct[0], x[0], x[1].ndim(), d.rhs_batch, d.rhs_contracting, d.lhs_batch,
-                            d.lhs_contracting, false)};
+  std::vector<Tensor> out(2);
+  if (wanted[0])
+    out[0] = transpose_operand(ct[0], x[1], x[0].ndim(), d.lhs_batch, d.lhs_contracting,
+                               d.rhs_batch, d.rhs_contracting, true);
+  if (wanted[1])
+    out[1] = transpose_operand(ct[0], x[0], x[1].ndim(), d.rhs_batch, d.rhs_contracting,
+                               d.lhs_batch, d.lhs_contracting, false);
+  return out;
 }
 
 }  // namespace lanes::prim

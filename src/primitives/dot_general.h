@@ -22,7 +22,12 @@ class DotGeneral : public Primitive {
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;
   std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
-                          const std::vector<Tensor>& outputs) const override;
+                          const std::vector<Tensor>& outputs) const override {
+    return vjp_wanted(primals, cts, outputs, std::vector<bool>(primals.size(), true));
+  }
+  std::vector<Tensor> vjp_wanted(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                                 const std::vector<Tensor>& outputs,
+                                 const std::vector<bool>& wanted) const override;
 
   const DotDims& dims() const { return dims_; }
   const std::vector<int64_t>& lhs_contracting() const { return dims_.lhs_contracting; }

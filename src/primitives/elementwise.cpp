@@ -1,4 +1,5 @@
 #include "primitives/elementwise.h"
+#include <array>
 
 #include <ostream>
 
@@ -89,33 +90,37 @@ Tensor unary_derivative(kernels::UnaryOp kind, const Tensor& x, const Tensor& y,
   }
 }
 
-/// The partial derivatives (d/da, d/db) of a float binary op; undefined entries are zero.
-/// add and sub return {} and are handled by the callers without multiplications.
+/// The partial derivatives (d/da, d/db) of a float binary op, each only if `want`s it; undefined
+/// entries are zero. add and sub return {} and are handled by the callers without
+/// multiplications.
 std::pair<Tensor, Tensor> binary_partials(kernels::BinaryOp kind, const Tensor& a, const Tensor& b,
-                                          const Tensor& y) {
+                                          const Tensor& y, std::array<bool, 2> want) {
   using K = kernels::BinaryOp;
+  auto both = [&](auto da, auto db) -> std::pair<Tensor, Tensor> {
+    return {want[0] ? da() : Tensor(), want[1] ? db() : Tensor()};
+  };
   switch (kind) {
     case K::Mul:
-      return {b, a};
+      return both([&] { return b; }, [&] { return a; });
     case K::Div: {
       const Tensor inv = 1.0 / b;
-      return {inv, negative(y * inv)};
+      return both([&] { return inv; }, [&] { return negative(y * inv); });
     }
-    case K::Pow: {
-      const Tensor safe = where(a == 0.0, ones_like(a), a);
-      return {b * pow(a, b - 1.0), y * log(safe)};
-    }
+    case K::Pow:
+      return both([&] { return b * pow(a, b - 1.0); },
+                  [&] { return y * log(where(a == 0.0, ones_like(a), a)); });
     case K::Max:
     case K::Min: {
       // Ties split the derivative evenly (jax's balanced rule).
-      const Tensor wins = kind == K::Max ? a > b : a < b;
-      const Tensor loses = kind == K::Max ? a < b : a > b;
       const Tensor half = cast(a == b, a.dtype()) * 0.5;
-      return {cast(wins, a.dtype()) + half, cast(loses, a.dtype()) + half};
+      const Tensor a_wins = kind == K::Max ? a > b : a < b;
+      const Tensor b_wins = kind == K::Max ? a < b : a > b;
+      return both([&] { return cast(a_wins, a.dtype()) + half; },
+                  [&] { return cast(b_wins, a.dtype()) + half; });
     }
     case K::Atan2: {
       const Tensor denom = a * a + b * b;
-      return {b / denom, negative(a) / denom};
+      return both([&] { return b / denom; }, [&] { return negative(a) / denom; });
     }
     default:
       return {};
@@ -199,22 +204,23 @@ std::vector<Tensor> Binary::jvp(const std::vector<Tensor>& x, const std::vector<
   if (kind_ == K::Sub) return {plus(t[0], t[1].defined() ? negative(t[1]) : Tensor())};
   if (is_square(kind_, x) && t[0].defined() && t[1].defined() && same_value(t[0], t[1]))
     return {times(t[0], x[0] * 2.0)};
-  const auto [da, db] = binary_partials(kind_, x[0], x[1], y[0]);
+  const auto [da, db] = binary_partials(kind_, x[0], x[1], y[0], {t[0].defined(), t[1].defined()});
   return {plus(times(t[0], da), times(t[1], db))};
 }
 
-std::vector<Tensor> Binary::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
-                                const std::vector<Tensor>& y) const {
+std::vector<Tensor> Binary::vjp_wanted(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                       const std::vector<Tensor>& y,
+                                       const std::vector<bool>& wanted) const {
   using K = kernels::BinaryOp;
   const Tensor& g = ct[0];
   if (!g.defined() || !is_floating(x[0].dtype()) || is_comparison() || kind_ == K::And ||
       kind_ == K::Or)
     return {Tensor(), Tensor()};
   if (kind_ == K::Add) return {g, g};
-  if (kind_ == K::Sub) return {g, negative(g)};
+  if (kind_ == K::Sub) return {g, wanted[1] ? negative(g) : Tensor()};
   if (is_square(kind_, x)) return {times(g, x[0] * 2.0), Tensor()};
-  const auto [da, db] = binary_partials(kind_, x[0], x[1], y[0]);
-  return {times(g, da), times(g, db)};
+  const auto [da, db] = binary_partials(kind_, x[0], x[1], y[0], {wanted[0], wanted[1]});
+  return {da.defined() ? g * da : Tensor(), db.defined() ? g * db : Tensor()};
 }
 
 // ---- select -----------------------------------------------------------------------------------
@@ -243,12 +249,14 @@ std::vector<Tensor> Select::jvp(const std::vector<Tensor>& x, const std::vector<
   return {where(x[0], or_zeros(t[1], x[1]), or_zeros(t[2], x[2]))};
 }
 
-std::vector<Tensor> Select::vjp(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
-                                const std::vector<Tensor>&) const {
+std::vector<Tensor> Select::vjp_wanted(const std::vector<Tensor>& x, const std::vector<Tensor>& ct,
+                                       const std::vector<Tensor>&,
+                                       const std::vector<bool>& wanted) const {
   const Tensor& g = ct[0];
   if (!g.defined()) return {Tensor(), Tensor(), Tensor()};
   const Tensor zero = zeros_view(g);
-  return {Tensor(), where(x[0], g, zero), where(x[0], zero, g)};
+  return {Tensor(), wanted[1] ? where(x[0], g, zero) : Tensor(),
+          wanted[2] ? where(x[0], zero, g) : Tensor()};
 }
 
 // ---- cast -------------------------------------------------------------------------------------

@@ -41,7 +41,12 @@ class Binary : public Primitive {
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;
   std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
-                          const std::vector<Tensor>& outputs) const override;
+                          const std::vector<Tensor>& outputs) const override {
+    return vjp_wanted(primals, cts, outputs, std::vector<bool>(primals.size(), true));
+  }
+  std::vector<Tensor> vjp_wanted(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                                 const std::vector<Tensor>& outputs,
+                                 const std::vector<bool>& wanted) const override;
   Kind kind() const { return kind_; }
   bool is_comparison() const { return kernels::is_comparison(kind_); }
 
@@ -59,7 +64,12 @@ class Select : public Primitive {
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;
   std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
-                          const std::vector<Tensor>& outputs) const override;
+                          const std::vector<Tensor>& outputs) const override {
+    return vjp_wanted(primals, cts, outputs, std::vector<bool>(primals.size(), true));
+  }
+  std::vector<Tensor> vjp_wanted(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                                 const std::vector<Tensor>& outputs,
+                                 const std::vector<bool>& wanted) const override;
 };
 
 /// lax.convert_element_type: float -> int truncates toward zero (saturating, NaN -> 0),

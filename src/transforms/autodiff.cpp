@@ -130,6 +130,7 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
     for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
       const Node& n = *it;
       std::vector<Tensor> out_ct, outs, primals;
+      std::vector<bool> wanted;
       bool any = false;
       for (ValueId v : n.outputs) {
         out_ct.push_back(ct[v]);
@@ -140,10 +141,11 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
       bool needed = false;
       for (ValueId v : n.inputs) {
         primals.push_back((*env)[v]);
+        wanted.push_back((*active)[v]);
         needed = needed || (*active)[v];
       }
       if (!needed) continue;
-      const std::vector<Tensor> in_ct = n.prim->vjp(primals, out_ct, outs);
+      const std::vector<Tensor> in_ct = n.prim->vjp_wanted(primals, out_ct, outs, wanted);
       check(in_ct.size() == n.inputs.size(), "vjp: the rule of '", n.prim->name(), "' gave ",
             in_ct.size(), " cotangents for ", n.inputs.size(), " inputs");
       for (size_t k = 0; k < n.inputs.size(); ++k)
