@@ -331,4 +331,19 @@ TEST(Matmul, ProductsWithTheIdentity) {
   for (int64_t k = 0; k < n * n; ++k)
     EXPECT_TRUE(got[k] == want[k] || (std::isnan(got[k]) && std::isnan(want[k]))) << k;
   EXPECT_TRUE(std::isnan(got[0 * n + 7]));  // 0 * inf in row 0, column 7
+  // float64 too: a NaN anywhere in the other factor makes its row of zeros' products NaN.
+  v = w.to_vector<double>();
+  v[9 * n + 2] = NAN;
+  const std::vector<double> got64 = matmul(eye(n, kFloat64), tensor(v, {n, n})).to_vector<double>();
+  EXPECT_TRUE(std::isnan(got64[0 * n + 2]));
+  // -0.0 is a zero: an identity holding some is still the identity (no GEMM), and exact.
+  std::vector<double> signed_zeros = near;
+  signed_zeros[(n - 1) * n + 3] = -0.0;
+  const Tensor eye_with_negative_zeros = tensor(signed_zeros, {n, n});
+  const Tensor w64 = cast(w, kFloat64);
+  calls = count([&] {
+    EXPECT_EQ(matmul(eye_with_negative_zeros, w64).to_vector<double>(),
+              naive(eye_with_negative_zeros, w64));
+  });
+  EXPECT_EQ(calls.gemm_calls, 0);
 }

@@ -156,19 +156,32 @@ void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
 // time) that returns W. The operands are plain tensors by then, so the kernel checks: a matrix
 // that is not the identity fails on its first entries, and a large GEMM is worth the check.
 
-// Whether the n values from p are all zero (a loop the compiler vectorizes).
+// The scans below fold bit patterns with OR and max: GCC vectorizes those reductions, but not
+// `ok &= p[j] == 0` or `bad |= isinf-test` (measured 3.5 vs 40 us for a 256x256 identity).
 template <class T>
-bool zeros(const T* p, int64_t n) {
-  bool ok = true;
-  for (int64_t j = 0; j < n; ++j) ok &= p[j] == T(0);
-  return ok;
+using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
+template <class T>
+Bits<T> bits_at(const T* p) {
+  Bits<T> b;
+  std::memcpy(&b, p, sizeof b);
+  return b;
+}
+
+// Whether the n values from p, `stride` apart, are all zero: every bit but the sign clear (-0.0
+// is a zero, as for ==).
+template <class T>
+bool zeros_strided(const T* p, int64_t stride, int64_t n) {
+  Bits<T> acc = 0;
+  for (int64_t j = 0; j < n; ++j) acc |= bits_at(p + j * stride) << 1;
+  return acc == 0;
 }
 
 template <class T>
-bool zeros_strided(const T* p, int64_t stride, int64_t n) {
-  bool ok = true;
-  for (int64_t j = 0; j < n; ++j) ok &= p[j * stride] == T(0);
-  return ok;
+bool zeros(const T* p, int64_t n) {
+  Bits<T> acc = 0;
+  for (int64_t j = 0; j < n; ++j) acc |= bits_at(p + j) << 1;
+  return acc == 0;
 }
 
 // Whether the square matrix at p is the identity. The identity is its own transpose, so the scan
@@ -192,19 +205,16 @@ bool is_identity(const T* p, const Matrix& m) {
   return true;
 }
 
-// Whether the n values from p, `step` apart, are all finite: no value has all exponent bits set
-// (an integer test the compiler vectorizes for step 1, where std::isfinite stays scalar).
+// Whether the n values from p, `step` apart, are all finite: no value has all exponent bits set,
+// so the largest masked exponent is below the all-ones one (std::isfinite stays scalar).
 template <class T>
 bool all_finite(const T* p, int64_t step, int64_t n) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  constexpr Bits kExponent = sizeof(T) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
-  bool bad = false;
-  for (int64_t j = 0; j < n; ++j) {
-    Bits b;
-    std::memcpy(&b, p + j * step, sizeof b);
-    bad |= (b & kExponent) == kExponent;
-  }
-  return !bad;
+  constexpr Bits<T> kExponent =
+      sizeof(T) == 4 ? Bits<T>(0x7f800000u) : Bits<T>(0x7ff0000000000000ull);
+  Bits<T> largest = 0;
+  for (int64_t j = 0; j < n; ++j)
+    largest = std::max<Bits<T>>(largest, bits_at(p + j * step) & kExponent);
+  return largest != kExponent;
 }
 
 // Whether every entry of the matrix at p is finite, read in memory order.
