@@ -191,6 +191,16 @@ TEST(Elementwise, SelectOverEveryLayout) {
     const auto av = a.to_vector<float>(), bv = b.to_vector<float>();
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], c[i] ? av[i] : bv[i]) << i;
   }
+  // A broadcast scalar branch on either side, in float64 too (the splat blend).
+  const Tensor y64 = lanes::cast(y, DType::Float64);
+  const Tensor splat = lanes::broadcast_to(lanes::scalar(-2.5, DType::Float64), {n, m});
+  const auto y64v = y64.to_vector<double>();
+  const auto left = lanes::where(cond, splat, y64).to_vector<double>();
+  const auto right = lanes::where(cond, y64, splat).to_vector<double>();
+  for (size_t i = 0; i < left.size(); ++i) {
+    ASSERT_EQ(left[i], c[i] ? -2.5 : y64v[i]) << i;
+    ASSERT_EQ(right[i], c[i] ? y64v[i] : -2.5) << i;
+  }
   const auto strided_cond =
       lanes::where(lanes::slice(wide, {0, 0}, {n, 2 * m}, {1, 2}) > 0.0, x, y);
   const auto got = strided_cond.to_vector<float>();
