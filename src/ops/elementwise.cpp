@@ -25,9 +25,10 @@ std::pair<Tensor, Tensor> prepare(const Tensor& a, const Tensor& b, const char* 
                                   bool to_float = false) {
   need(a, op, "lhs");
   need(b, op, "rhs");
-  const Shape shape = ops::broadcast_shapes(a.shape(), b.shape(), op);
   DType t = promote_types(a.dtype(), b.dtype());
   if (to_float && !is_floating(t)) t = DType::Float32;
+  if (a.shape() == b.shape()) return {cast(a, t), cast(b, t)};  // most ops: no shape to build
+  const Shape shape = ops::broadcast_shapes(a.shape(), b.shape(), op);
   return {broadcast_to(cast(a, t), shape), broadcast_to(cast(b, t), shape)};
 }
 

@@ -131,6 +131,7 @@ Tensor broadcast_in_dim(const Tensor& x, const Shape& shape,
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  if (x.defined() && x.shape() == shape) return x;  // the common case, with no allocation
   check(shape.size() >= size_t(x.ndim()), "broadcast_to: cannot broadcast shape ", fmt(x.shape()),
         " to the lower-rank shape ", fmt(shape));
   std::vector<int64_t> dims(x.ndim());

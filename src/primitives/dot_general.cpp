@@ -93,7 +93,7 @@ std::vector<TensorType> DotGeneral::infer(const std::vector<TensorType>& in) con
     if (!contains(d.lhs_contracting, i) && !contains(d.lhs_batch, i)) out.push_back(ls[i]);
   for (int64_t i = 0; i < int64_t(rs.size()); ++i)
     if (!contains(d.rhs_contracting, i) && !contains(d.rhs_batch, i)) out.push_back(rs[i]);
-  return {{out, in[0].dtype}};
+  return single(std::move(out), in[0].dtype);
 }
 
 std::vector<Tensor> DotGeneral::eval(const std::vector<Tensor>& in) const {

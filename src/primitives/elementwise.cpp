@@ -136,7 +136,7 @@ std::vector<TensorType> Unary::infer(const std::vector<TensorType>& in) const {
   check_arity(in, 1, op);
   check(kernels::unary_accepts(kind_, in[0].dtype), op, ": does not accept an operand of ",
         type_str(in[0]));
-  return {in[0]};
+  return single(in[0].shape, in[0].dtype);
 }
 
 std::vector<Tensor> Unary::eval(const std::vector<Tensor>& in) const {
@@ -166,7 +166,7 @@ std::vector<TensorType> Binary::infer(const std::vector<TensorType>& in) const {
         " and ", type_str(in[1]));
   check(kernels::binary_accepts(kind_, in[0].dtype), op, ": does not accept operands of ",
         type_str(in[0]));
-  return {{in[0].shape, is_comparison() ? DType::Bool : in[0].dtype}};
+  return single(in[0].shape, is_comparison() ? DType::Bool : in[0].dtype);
 }
 
 std::vector<Tensor> Binary::eval(const std::vector<Tensor>& in) const {
@@ -232,7 +232,7 @@ std::vector<TensorType> Select::infer(const std::vector<TensorType>& in) const {
         type_str(in[1]), " and ", type_str(in[2]));
   check(in[0].shape == in[1].shape, "select: cond ", type_str(in[0]),
         " must have the operands' shape ", fmt(in[1].shape));
-  return {in[1]};
+  return single(in[1].shape, in[1].dtype);
 }
 
 std::vector<Tensor> Select::eval(const std::vector<Tensor>& in) const {
@@ -265,7 +265,7 @@ std::string Cast::params() const { return std::string("new_dtype=") + dtype_name
 
 std::vector<TensorType> Cast::infer(const std::vector<TensorType>& in) const {
   check_arity(in, 1, "convert_element_type");
-  return {{in[0].shape, dtype_}};
+  return single(in[0].shape, dtype_);
 }
 
 std::vector<Tensor> Cast::eval(const std::vector<Tensor>& in) const {

@@ -60,7 +60,7 @@ std::vector<TensorType> Reduce::infer(const std::vector<TensorType>& in) const {
   check(has_identity || reduced > 0 || shape_numel(out) == 0, name(),
         ": cannot reduce the empty axes ", fmt(axes_), " of a tensor of shape ", fmt(s),
         ": the operation has no identity");
-  return {{out, in[0].dtype}};
+  return single(std::move(out), in[0].dtype);
 }
 
 std::vector<Tensor> Reduce::eval(const std::vector<Tensor>& in) const {

@@ -19,7 +19,7 @@ std::vector<TensorType> Reshape::infer(const std::vector<TensorType>& in) const 
         "reshape: cannot reshape a tensor of shape ", fmt(in[0].shape), " (",
         shape_numel(in[0].shape), " elements) into shape ", fmt(shape_), " (", shape_numel(shape_),
         " elements)");
-  return {{shape_, in[0].dtype}};
+  return single(shape_, in[0].dtype);
 }
 
 std::vector<Tensor> Reshape::eval(const std::vector<Tensor>& in) const {
@@ -58,7 +58,7 @@ std::vector<TensorType> Transpose::infer(const std::vector<TensorType>& in) cons
         " axes of a tensor of shape ", fmt(s));
   Shape out(s.size());
   for (size_t i = 0; i < s.size(); ++i) out[i] = s[perm_[i]];
-  return {{out, in[0].dtype}};
+  return single(std::move(out), in[0].dtype);
 }
 
 std::vector<Tensor> Transpose::eval(const std::vector<Tensor>& in) const {
@@ -112,7 +112,7 @@ std::vector<TensorType> BroadcastInDim::infer(const std::vector<TensorType>& in)
           " to shape ", fmt(shape_), ": operand dim ", i, " has size ", s[i], " but target dim ", d,
           " has size ", shape_[d]);
   }
-  return {{shape_, in[0].dtype}};
+  return single(shape_, in[0].dtype);
 }
 
 std::vector<Tensor> BroadcastInDim::eval(const std::vector<Tensor>& in) const {
@@ -169,7 +169,7 @@ std::vector<TensorType> Slice::infer(const std::vector<TensorType>& in) const {
           limit_[i], " with stride ", strides_[i]);
     out[i] = (limit_[i] - start_[i] + strides_[i] - 1) / strides_[i];
   }
-  return {{out, in[0].dtype}};
+  return single(std::move(out), in[0].dtype);
 }
 
 std::vector<Tensor> Slice::eval(const std::vector<Tensor>& in) const {

@@ -43,7 +43,7 @@ std::vector<TensorType> Concatenate::infer(const std::vector<TensorType>& in) co
             fmt(s), " does not match operand 0 of shape ", fmt(first), " outside axis ", axis_);
     out[axis_] += s[axis_];
   }
-  return {{out, in[0].dtype}};
+  return single(std::move(out), in[0].dtype);
 }
 
 std::vector<Tensor> Concatenate::eval(const std::vector<Tensor>& in) const {
@@ -97,7 +97,7 @@ std::vector<TensorType> Pad::infer(const std::vector<TensorType>& in) const {
     check(out[d] >= 0, "pad: dim ", d, " of shape ", fmt(s), " padded by low ", low_[d],
           " and high ", high_[d], " would have negative size ", out[d]);
   }
-  return {{out, in[0].dtype}};
+  return single(std::move(out), in[0].dtype);
 }
 
 std::vector<Tensor> Pad::eval(const std::vector<Tensor>& in) const {
