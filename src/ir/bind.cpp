@@ -8,19 +8,39 @@
 namespace lanes {
 
 namespace {
-std::vector<TensorType> types_of(const Primitive& prim, const std::vector<Tensor>& inputs) {
-  std::vector<TensorType> types;
-  types.reserve(inputs.size());
+void fill_types(const Primitive& prim, const std::vector<Tensor>& inputs,
+                std::vector<TensorType>& types) {
+  types.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) fail(prim.name(), ": input ", i, " is an undefined tensor");
-    types.push_back({inputs[i].shape(), inputs[i].dtype()});
+    types[i].shape.assign(inputs[i].shape().begin(), inputs[i].shape().end());
+    types[i].dtype = inputs[i].dtype();
   }
-  return types;
+}
+
+// The shape rule of prim on the inputs' types. These go in a per-thread vector whose entries
+// keep their shapes' capacity, so that after the first ops building them allocates nothing
+// (three allocations per traced op otherwise). A shape rule that binds ops itself (a user's
+// primitive may) gets a vector of its own for those.
+std::vector<TensorType> infer(const Primitive& prim, const std::vector<Tensor>& inputs) {
+  thread_local std::vector<TensorType> scratch;
+  thread_local bool busy = false;
+  if (busy) {
+    std::vector<TensorType> types;
+    fill_types(prim, inputs, types);
+    return prim.infer(types);
+  }
+  busy = true;
+  struct Release {
+    ~Release() { busy = false; }
+  } release;
+  fill_types(prim, inputs, scratch);
+  return prim.infer(scratch);
 }
 }  // namespace
 
 std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& inputs) {
-  std::vector<TensorType> out_types = prim->infer(types_of(*prim, inputs));
+  std::vector<TensorType> out_types = infer(*prim, inputs);
   if (detail::TraceState* trace = detail::owning_trace(inputs))
     return trace->record(prim, inputs, std::move(out_types));
   std::vector<Tensor> outputs = prim->eval(inputs);

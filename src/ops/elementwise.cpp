@@ -1,6 +1,7 @@
 // Elementwise ops: numpy broadcasting and jax type promotion (lanes/dtype.h) over the
 // elementwise primitives; square, relu and clip are composites.
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -21,6 +22,27 @@ void need(const Tensor& x, const char* op, const char* arg) {
 }
 
 /// a and b promoted to one dtype (at least `floor`'s kind when given) and broadcast together.
+// One primitive per kind, made once and shared: primitives are immutable, and a fresh one per
+// op was an allocation on every traced and eager elementwise op.
+template <class Prim, class Kind, size_t N>
+const PrimitivePtr& shared(Kind kind) {
+  static const std::array<PrimitivePtr, N> prims = [] {
+    std::array<PrimitivePtr, N> out;
+    for (size_t k = 0; k < N; ++k) out[k] = std::make_shared<const Prim>(Kind(k));
+    return out;
+  }();
+  return prims.at(size_t(kind));
+}
+constexpr size_t kBinaryOps = size_t(BinaryOp::Or) + 1;
+constexpr size_t kUnaryOps = size_t(UnaryOp::LogicalNot) + 1;
+
+Tensor apply_binary(BinaryOp kind, const Tensor& x, const Tensor& y) {
+  return bind1(shared<prim::Binary, BinaryOp, kBinaryOps>(kind), {x, y});
+}
+Tensor apply_unary(UnaryOp kind, const Tensor& x) {
+  return bind1(shared<prim::Unary, UnaryOp, kUnaryOps>(kind), {x});
+}
+
 std::pair<Tensor, Tensor> prepare(const Tensor& a, const Tensor& b, const char* op,
                                   bool to_float = false) {
   need(a, op, "lhs");
@@ -37,19 +59,19 @@ Tensor binary(BinaryOp kind, const char* op, const Tensor& a, const Tensor& b,
   auto [x, y] = prepare(a, b, op, to_float);
   check(kernels::binary_accepts(kind, x.dtype()), op, ": does not accept operands of dtype ",
         dtype_name(x.dtype()), " (shapes ", fmt(a.shape()), " and ", fmt(b.shape()), ")");
-  return apply<prim::Binary>({x, y}, kind);
+  return apply_binary(kind, x, y);
 }
 
 /// Math on floats; integer and bool inputs become float32 first, as in jnp.
 Tensor math(UnaryOp kind, const char* op, const Tensor& x) {
   need(x, op, "x");
-  return apply<prim::Unary>({is_floating(x.dtype()) ? x : cast(x, DType::Float32)}, kind);
+  return apply_unary(kind, is_floating(x.dtype()) ? x : cast(x, DType::Float32));
 }
 
 Tensor numeric(UnaryOp kind, const char* op, const Tensor& x) {
   need(x, op, "x");
   check(x.dtype() != DType::Bool, op, ": does not accept a bool tensor of shape ", fmt(x.shape()));
-  return apply<prim::Unary>({x}, kind);
+  return apply_unary(kind, x);
 }
 
 Tensor to_bool(const Tensor& x) { return cast(x, DType::Bool); }
@@ -90,22 +112,22 @@ Tensor erf(const Tensor& x) { return math(UnaryOp::Erf, "erf", x); }
 Tensor abs(const Tensor& x) {
   need(x, "abs", "x");
   if (x.dtype() == DType::Bool || x.dtype() == DType::UInt8) return x;
-  return apply<prim::Unary>({x}, UnaryOp::Abs);
+  return apply_unary(UnaryOp::Abs, x);
 }
 Tensor sign(const Tensor& x) { return numeric(UnaryOp::Sign, "sign", x); }
 
 // Rounding integers changes nothing (jnp returns them as they are).
 Tensor floor(const Tensor& x) {
   need(x, "floor", "x");
-  return is_floating(x.dtype()) ? apply<prim::Unary>({x}, UnaryOp::Floor) : x;
+  return is_floating(x.dtype()) ? apply_unary(UnaryOp::Floor, x) : x;
 }
 Tensor ceil(const Tensor& x) {
   need(x, "ceil", "x");
-  return is_floating(x.dtype()) ? apply<prim::Unary>({x}, UnaryOp::Ceil) : x;
+  return is_floating(x.dtype()) ? apply_unary(UnaryOp::Ceil, x) : x;
 }
 Tensor round(const Tensor& x) {
   need(x, "round", "x");
-  return is_floating(x.dtype()) ? apply<prim::Unary>({x}, UnaryOp::Round) : x;
+  return is_floating(x.dtype()) ? apply_unary(UnaryOp::Round, x) : x;
 }
 
 Tensor square(const Tensor& x) {
@@ -165,7 +187,7 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 }
 Tensor logical_not(const Tensor& x) {
   need(x, "logical_not", "x");
-  return apply<prim::Unary>({to_bool(x)}, UnaryOp::LogicalNot);
+  return apply_unary(UnaryOp::LogicalNot, to_bool(x));
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
