@@ -367,3 +367,52 @@ INSTANTIATE_TEST_SUITE_P(Ops, PassesOverOpTable, ::testing::ValuesIn(row_names(f
                          [](const auto& info) { return info.param; });
 INSTANTIATE_TEST_SUITE_P(Ops, PassesOverDerivatives, ::testing::ValuesIn(row_names(true)),
                          [](const auto& info) { return info.param; });
+
+// The cotangent of slices side by side is a sum of zero-padded slabs: it becomes one concatenate
+// of the parts (no pad, no add), in any order of the sum; slabs that overlap, leave a gap or
+// differ in two axes stay a sum. Results are bit-identical to eager (no -0.0 in these inputs).
+TEST(Passes, SumOfAdjacentPaddedSlabsIsOneConcatenate) {
+  const Tensor x = randn({5, 12}, 11);
+  auto gates = [](const Tensor& v) {  // four gates of width 3, used differently
+    const Tensor i = slice_axis(v, 1, 0, 3), f = slice_axis(v, 1, 3, 6);
+    const Tensor g = slice_axis(v, 1, 6, 9), o = slice_axis(v, 1, 9, 12);
+    return sum(sigmoid(i) * tanh(g) + f * f + exp(o));
+  };
+  auto g = grad(gates);
+  const Graph opt = optimized(g, x);
+  EXPECT_EQ(count(opt, "pad"), 0) << opt;
+  EXPECT_EQ(count(opt, "concatenate"), 1) << opt;
+  EXPECT_EQ(count(opt, "add"), 0) << opt;
+  expect_equal(compile(g)(x), g(x));
+  // Overlapping slabs ([0, 6) and [3, 9)) and a gap ([0, 3) and [6, 9)) keep their sum.
+  auto overlap = [](const Tensor& v) {
+    return sum(sin(slice_axis(v, 1, 0, 6)) + 0.0 * sum(v)) + sum(cos(slice_axis(v, 1, 3, 9)));
+  };
+  auto gap = [](const Tensor& v) {
+    return sum(sin(slice_axis(v, 1, 0, 3))) + sum(cos(slice_axis(v, 1, 6, 9)));
+  };
+  auto keeps_its_sum = [&](auto h) {
+    const Graph kept = optimized(h, x);
+    EXPECT_EQ(count(kept, "concatenate"), 0) << kept;
+    expect_close(compile(h)(x), h(x));
+  };
+  keeps_its_sum(grad(overlap));
+  keeps_its_sum(grad(gap));
+}
+
+TEST(Passes, NestedConcatenatesAlongOneAxisAreOne) {
+  const Tensor a = randn({2, 3}, 1), b = randn({2, 4}, 2), c = randn({2, 5}, 3);
+  auto f = [](const Tensor& x, const Tensor& y, const Tensor& z) {
+    const Tensor inner = concatenate({y, exp(z)}, 1);
+    return concatenate({x, concatenate({inner, x}, 1)}, 1);
+  };
+  const Graph opt = optimized(f, a, b, c);
+  EXPECT_EQ(count(opt, "concatenate"), 1) << opt;
+  expect_equal(compile(f)(a, b, c), f(a, b, c));
+  // Along different axes they stay nested.
+  auto g = [](const Tensor& x, const Tensor& y) {
+    return concatenate({concatenate({x, y}, 1), concatenate({y, x}, 1)}, 0);
+  };
+  EXPECT_EQ(count(optimized(g, a, b), "concatenate"), 3);
+  expect_equal(compile(g)(a, b), g(a, b));
+}

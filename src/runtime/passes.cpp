@@ -8,6 +8,7 @@
 // value or a replacement node, which goes through the same steps, so chains collapse in one
 // sweep. Dead code elimination runs before (nothing is folded for nothing) and after (the nodes
 // the rewrites bypassed).
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,6 +18,7 @@
 #include "primitives/elementwise.h"
 #include "primitives/reduce.h"
 #include "primitives/shape.h"
+#include "primitives/structure.h"
 
 namespace lanes::detail {
 
@@ -66,6 +68,8 @@ class GraphView {
   virtual const Node* producer(ValueId v) const = 0;
   /// The tensor of a constant, or nullptr.
   virtual const Tensor* constant_value(ValueId v) const = 0;
+  /// The output of prim(ins), added to the graph (or found there) for a rewrite to use.
+  virtual ValueId node(PrimitivePtr prim, const std::vector<ValueId>& ins) = 0;
 
  protected:
   ~GraphView() = default;
@@ -119,8 +123,11 @@ std::optional<Rewrite> drop_identity(const GraphView& g, const Primitive& p, con
   if (ins.size() != 1 || g.type(ins[0]) != out) return {};
   const auto* t = as<prim::Transpose>(p);
   const auto* r = as<prim::Reduce>(p);
+  const auto* pad = as<prim::Pad>(p);
   const bool same = as<prim::Reshape>(p) || as<prim::BroadcastInDim>(p) || as<prim::Cast>(p) ||
-                    (t && is_identity(t->perm())) || (r && r->axes().empty());
+                    (t && is_identity(t->perm())) || (r && r->axes().empty()) ||
+                    (pad && std::ranges::all_of(pad->low(), [](int64_t x) { return x == 0; }) &&
+                     std::ranges::all_of(pad->high(), [](int64_t x) { return x == 0; }));
   if (!same) return {};
   return same_as(ins[0]);
 }
@@ -337,18 +344,73 @@ std::optional<Rewrite> arithmetic_identity(const GraphView& g, const Primitive& 
   return {};
 }
 
+// concatenate(a, concatenate(b, c)) along one axis is concatenate(a, b, c): one copy of each part.
+std::optional<Rewrite> flatten_concatenates(const GraphView& g, const Primitive& p, const Ins& ins,
+                                            const TensorType&) {
+  const auto* outer = as<prim::Concatenate>(p);
+  if (!outer) return {};
+  Ins flat;
+  bool nested = false;
+  for (ValueId v : ins) {
+    const Node* n;
+    const auto* inner = produced_by<prim::Concatenate>(g, v, &n);
+    if (inner && inner->axis() == outer->axis()) {
+      flat.insert(flat.end(), n->inputs.begin(), n->inputs.end());
+      nested = true;
+    } else {
+      flat.push_back(v);
+    }
+  }
+  if (!nested) return {};
+  return replace_by(std::make_shared<const prim::Concatenate>(outer->axis()), std::move(flat));
+}
+
+// pad(x) + pad(y), zero-padded slabs side by side along one axis (the cotangents of adjacent
+// slices: an LSTM's four gates, attention heads, a split), is pad(concatenate(x, y)): one copy
+// of the parts instead of full-size padded buffers and their sum. Repeated over all the slabs,
+// the sum becomes one concatenate and a pad by nothing, which drop_identity removes. Exact, but
+// for -0.0 in x or y staying -0.0 where the sum with the padding's +0.0 gives +0.0.
+std::optional<Rewrite> sum_of_pads(GraphView& g, const Primitive& p, const Ins& ins,
+                                   const TensorType& out) {
+  const auto* add = as<prim::Binary>(p);
+  if (!add || add->kind() != prim::Binary::Kind::Add || ins.size() != 2) return {};
+  const Node *na, *nb;
+  const auto* pa = produced_by<prim::Pad>(g, ins[0], &na);
+  const auto* pb = produced_by<prim::Pad>(g, ins[1], &nb);
+  if (!pa || !pb || pa->value() != 0.0 || pb->value() != 0.0) return {};
+  std::optional<size_t> axis;  // the one axis where the slabs differ
+  for (size_t d = 0; d < out.shape.size(); ++d) {
+    if (std::min({pa->low()[d], pa->high()[d], pb->low()[d], pb->high()[d]}) < 0) return {};
+    if (pa->low()[d] == pb->low()[d] && pa->high()[d] == pb->high()[d]) continue;
+    if (axis) return {};
+    axis = d;
+  }
+  if (!axis) return {};
+  const size_t d = *axis;
+  const int64_t size = out.shape[d];
+  const bool a_first = size - pa->high()[d] == pb->low()[d];
+  if (!a_first && size - pb->high()[d] != pa->low()[d]) return {};  // not adjacent
+  const prim::Pad& first = a_first ? *pa : *pb;
+  const prim::Pad& second = a_first ? *pb : *pa;
+  const ValueId joined = g.node(std::make_shared<const prim::Concatenate>(int64_t(d)),
+                                {(a_first ? na : nb)->inputs[0], (a_first ? nb : na)->inputs[0]});
+  Shape high = first.high();
+  high[d] = second.high()[d];
+  return replace_by(std::make_shared<const prim::Pad>(first.low(), high, 0.0), {joined});
+}
+
 // The first rewrite that applies.
-std::optional<Rewrite> simplify(const GraphView& g, const Primitive& p, const Ins& ins,
+std::optional<Rewrite> simplify(GraphView& g, const Primitive& p, const Ins& ins,
                                 const TensorType& out) {
   using Rule =
       std::optional<Rewrite> (*)(const GraphView&, const Primitive&, const Ins&, const TensorType&);
   static constexpr Rule kRules[] = {
-      drop_identity,          compose_transposes, compose_broadcasts, broadcast_of_reshape,
-      transpose_of_broadcast, transpose_of_dot,   reshape_of_view,    compose_casts,
-      double_negation,        arithmetic_identity};
+      drop_identity,          compose_transposes,  compose_broadcasts,  broadcast_of_reshape,
+      transpose_of_broadcast, transpose_of_dot,    reshape_of_view,     compose_casts,
+      double_negation,        arithmetic_identity, flatten_concatenates};
   for (Rule rule : kRules)
     if (auto r = rule(g, p, ins, out)) return r;
-  return {};
+  return sum_of_pads(g, p, ins, out);
 }
 
 // ---- the sweep ---------------------------------------------------------------------------------
@@ -388,6 +450,13 @@ class Rewriter final : public GraphView {
   const Tensor* constant_value(ValueId v) const override {
     auto it = constant_index_.find(v);
     return it == constant_index_.end() ? nullptr : &out_.constants[it->second].second;
+  }
+
+  ValueId node(PrimitivePtr prim, const std::vector<ValueId>& ins) override {
+    std::vector<TensorType> in_types;
+    for (ValueId v : ins) in_types.push_back(type(v));
+    const std::vector<TensorType> types = prim->infer(in_types);
+    return add(prim, ins, types).at(0);
   }
 
  private:
