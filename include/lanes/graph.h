@@ -50,6 +50,12 @@ std::vector<Tensor> eval_graph(const Graph& g, const std::vector<Tensor>& inputs
 namespace detail {
 class TraceState;
 
+/// bind for node n of g applied to `args`: when the args have the types g recorded for the
+/// node's inputs and some are traced, the node is recorded with the output types g already
+/// holds, without running the shape rule again (replaying a traced graph: a gradient's forward
+/// pass, a jvp, an inlined graph). Otherwise it is bound as usual.
+std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tensor>& args);
+
 /// Records the ops run while it lives (RAII; traces nest).
 class TraceScope {
  public:

@@ -57,6 +57,24 @@ std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& in
   return outputs;
 }
 
+namespace detail {
+
+std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tensor>& args) {
+  TraceState* trace = owning_trace(args);
+  bool same_types = trace && args.size() == n.inputs.size();
+  for (size_t i = 0; same_types && i < args.size(); ++i) {
+    const TensorType& t = g.types[n.inputs[i]];
+    same_types = args[i].dtype() == t.dtype && args[i].shape() == t.shape;
+  }
+  if (!same_types) return bind(n.prim, args);
+  std::vector<TensorType> out_types;
+  out_types.reserve(n.outputs.size());
+  for (ValueId v : n.outputs) out_types.push_back(g.types[v]);
+  return trace->record(n.prim, args, std::move(out_types));
+}
+
+}  // namespace detail
+
 Tensor bind1(const PrimitivePtr& prim, const std::vector<Tensor>& inputs) {
   std::vector<Tensor> outputs = bind(prim, inputs);
   if (outputs.size() != 1) fail(describe(*prim), " has ", outputs.size(), " outputs, not 1");

@@ -93,7 +93,7 @@ std::vector<Tensor> eval_graph(const Graph& g, const std::vector<Tensor>& inputs
     const Node& n = g.nodes[i];
     args.clear();
     for (ValueId v : n.inputs) args.push_back(env[v]);
-    std::vector<Tensor> outs = lanes::bind(n.prim, args);
+    std::vector<Tensor> outs = detail::replay(g, n, args);
     for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
     for (ValueId v : n.inputs)
       if (last_use[v] == static_cast<int64_t>(i)) env[v] = Tensor();

@@ -108,7 +108,7 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
       args.push_back((*env)[v]);
       any = any || (*active)[v];
     }
-    std::vector<Tensor> outs = lanes::bind(n.prim, args);
+    std::vector<Tensor> outs = detail::replay(g, n, args);
     for (size_t k = 0; k < outs.size(); ++k) {
       (*env)[n.outputs[k]] = std::move(outs[k]);
       (*active)[n.outputs[k]] = any && differentiable(g.types[n.outputs[k]]);
@@ -187,7 +187,7 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
       dargs.push_back(tan[v]);
       any = any || tan[v].defined();
     }
-    std::vector<Tensor> outs = lanes::bind(n.prim, args);
+    std::vector<Tensor> outs = detail::replay(g, n, args);
     if (any) {
       std::vector<Tensor> douts = n.prim->jvp(args, dargs, outs);
       check(douts.size() == outs.size(), "jvp: the rule of '", n.prim->name(), "' gave ",
