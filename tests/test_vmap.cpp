@@ -270,6 +270,16 @@ TEST(VmapErrors, InconsistentSizesNameEveryArgument) {
   EXPECT_NE(msg.find("argument 1 of shape (4, 2) has size 4 at axis 0"), std::string::npos) << msg;
 }
 
+TEST(VmapErrors, AxisSizeThatDisagreesWithTheArguments) {
+  VmapOptions options;
+  options.axis_size = 5;
+  const std::string msg = error_of([&] {
+    vmap([](const Tensor& x) { return x; }, 0, 0, options)(zeros({3, 2}));
+  });
+  EXPECT_NE(msg.find("options.axis_size is 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("argument 0 of shape (3, 2) has size 3 at axis 0"), std::string::npos) << msg;
+}
+
 TEST(VmapErrors, AxisOutOfRange) {
   const std::string msg = error_of([] {
     vmap([](const Tensor& x) { return x; }, 2)(zeros({3, 2}));

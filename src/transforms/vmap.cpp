@@ -77,7 +77,17 @@ VmapPlan plan_vmap(const std::vector<Tensor>& leaves, const std::vector<AxisLeaf
   check(leaves.size() == axes.size(), "vmap: ", axes.size(), " axes for ", leaves.size(),
         " argument leaves");
   VmapPlan plan;
-  std::string sizes;  // every mapped leaf, for the inconsistent-sizes message
+  // Every mapped leaf, for the inconsistent-sizes messages: built only when one is thrown.
+  auto sizes = [&] {
+    std::string out;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (plan.dims[i] == kNotMapped) continue;
+      out +=
+          detail::concat("\n  ", axes[i].path, " of shape ", fmt(leaves[i].shape()), " has size ",
+                         leaves[i].shape()[plan.dims[i]], " at axis ", *axes[i].axis);
+    }
+    return out;
+  };
   int64_t size = -1;  // the first mapped size other than 1 (1 if all are 1)
   for (size_t i = 0; i < leaves.size(); ++i) {
     const Tensor& x = leaves[i];
@@ -90,8 +100,6 @@ VmapPlan plan_vmap(const std::vector<Tensor>& leaves, const std::vector<AxisLeaf
             " of shape ", fmt(x.shape()), " is out of range for its rank ", x.ndim());
       dim = normalize(a, x.ndim());
       const int64_t n = x.shape()[dim];
-      sizes += detail::concat("\n  ", axes[i].path, " of shape ", fmt(x.shape()), " has size ", n,
-                              " at axis ", a);
       if (size == -1 || size == 1) size = n;
       type.shape.erase(type.shape.begin() + dim);
     }
@@ -103,12 +111,12 @@ VmapPlan plan_vmap(const std::vector<Tensor>& leaves, const std::vector<AxisLeaf
     for (size_t i = 0; i < leaves.size(); ++i) {
       if (plan.dims[i] == kNotMapped) continue;
       const int64_t n = leaves[i].shape()[plan.dims[i]];
-      check(n == plan.size || n == 1,
-            "vmap got inconsistent sizes for array axes to be mapped:", sizes);
+      if (n != plan.size && n != 1)
+        fail("vmap got inconsistent sizes for array axes to be mapped:", sizes());
     }
-    check(!options.axis_size || *options.axis_size == plan.size, "vmap: options.axis_size is ",
-          options.axis_size.value_or(0), " but the mapped arguments have size ", plan.size, ":",
-          sizes);
+    if (options.axis_size && *options.axis_size != plan.size)
+      fail("vmap: options.axis_size is ", *options.axis_size,
+           " but the mapped arguments have size ", plan.size, ":", sizes());
   } else {
     check(options.axis_size.has_value(),
           "vmap: no argument is mapped (every in_axes is none); give the batch size in "
