@@ -347,3 +347,28 @@ TEST(Matmul, ProductsWithTheIdentity) {
   });
   EXPECT_EQ(calls.gemm_calls, 0);
 }
+
+// x @ W_b with the model axis of W_b outside its K axis (vmap over models beside a shared
+// input): one GEMM per model into a dense block, no copy of the weights; the result, a view
+// with the models outermost in memory, equals the per-model products, for M and N of several
+// dims too.
+TEST(Matmul, SharedInputTimesStackedWeightsRunsOneGemmPerModel) {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = sample({3, 5, 24}, dtype, 2);      // M = (3, 5), K = 24
+    const Tensor w = sample({4, 24, 2, 16}, dtype, 3);  // models, K, N = (2, 16)
+    Tensor y;
+    const auto calls = count([&] { y = dot_general(x, w, DotDims{{2}, {1}, {}, {}}); });
+    EXPECT_EQ(calls.gemm_calls, 4);
+    EXPECT_EQ(calls.copied_elements, 0);
+    ASSERT_EQ(y.shape(), (Shape{3, 5, 4, 2, 16}));
+    const Tensor xm = reshape(x, {15, 24});
+    const std::vector<double> got = y.to_vector<double>();
+    for (int64_t j = 0; j < 4; ++j) {
+      const Tensor wj = reshape(squeeze(slice_axis(w, 0, j, j + 1), 0), {24, 32});
+      const std::vector<double> want = naive(xm, wj);  // (15, 32)
+      for (int64_t r = 0; r < 15; ++r)
+        for (int64_t c = 0; c < 32; ++c)
+          ASSERT_EQ(got[(r * 4 + j) * 32 + c], want[r * 32 + c]) << j << " " << r << " " << c;
+    }
+  }
+}

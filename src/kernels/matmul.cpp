@@ -115,38 +115,44 @@ int64_t batch_offset(const Operand& op, int64_t b) {
   return offset;
 }
 
+// c = a @ b, c row-major with rows `ldc` apart (0: b's column count, a dense c).
 template <class T>
-void gemm(const Matrix& a, const Matrix& b, const T* pa, const T* pb, T* pc) {
+void gemm(const Matrix& a, const Matrix& b, const T* pa, const T* pb, T* pc, int64_t ldc = 0) {
   const int m = static_cast<int>(a.rows.size), n = static_cast<int>(b.cols.size),
-            k = static_cast<int>(a.cols.size);
+            k = static_cast<int>(a.cols.size), ldc_ = ldc ? static_cast<int>(ldc) : n;
   const auto ta = a.trans ? CblasTrans : CblasNoTrans, tb = b.trans ? CblasTrans : CblasNoTrans;
   const int lda = static_cast<int>(a.ld), ldb = static_cast<int>(b.ld);
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, n);
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, ldc_);
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, n);
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc_);
 }
 
 // Batched GEMMs: parallel over the batch (each GEMM single-threaded, BLAS sees the OpenMP region),
 // unless there are a few large matrices, which BLAS threads better itself.
+// Runs gemm_at(i) for i < count, GEMMs of `flops` each: parallel over them (each GEMM
+// single-threaded, BLAS sees the OpenMP region), unless there are a few large ones, which BLAS
+// threads better itself.
+template <class GemmAt>
+void run_gemms(int64_t count, double flops, const GemmAt& gemm_at) {
+  g_gemm_calls += count;              // once, not per GEMM: an atomic shared by threads costs
+  constexpr double kLargeGemm = 4e6;  // ~ 128^3: BLAS threads one GEMM of this size well
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) gemm_at(i);
+  };
+  if (count == 1 || (flops >= kLargeGemm && count < 4 * num_threads())) return run(0, count);
+  const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / flops));  // a few us per chunk
+  parallel_for(count, grain, run);
+}
+
 template <class T>
 void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
   const int64_t mn = a.m.rows.size * b.m.cols.size;
-  const double flops = 2.0 * double(mn) * double(a.m.cols.size);
-  auto run = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      gemm(a.m, b.m, pa + batch_offset(a, i), pb + batch_offset(b, i), out + i * mn);
-  };
-  g_gemm_calls += batch;              // once, not per GEMM: an atomic shared by threads costs
-  constexpr double kLargeGemm = 4e6;  // ~ 128^3: BLAS threads one GEMM of this size well
-  if (batch == 1 || (flops >= kLargeGemm && batch < 4 * num_threads())) {
-    run(0, batch);
-    return;
-  }
-  const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / flops));  // a few us per chunk
-  parallel_for(batch, grain, run);
+  run_gemms(batch, 2.0 * double(mn) * double(a.m.cols.size), [&](int64_t i) {
+    gemm(a.m, b.m, pa + batch_offset(a, i), pb + batch_offset(b, i), out + i * mn);
+  });
 }
 
 // ---- products with the identity -------------------------------------------------------------
@@ -345,6 +351,38 @@ std::vector<size_t> contracting_order(
   return best;
 }
 
+// a @ rhs for an rhs whose free dims (N) do not merge into one evenly spaced dim but whose dims
+// after the first free one do: the weights of a vmap over models beside a shared input
+// (x @ W_b, W_b's model axis outside its K axis). Copying the rhs into a (K, N) matrix made one
+// GEMM that two threads share poorly (472 vs 375 us for (512, 64) @ (8, 64, 128)); instead one
+// GEMM per index of the first free dim writes its block of output columns in place (425 us: the
+// rows of a block are a power of two apart and alias in the cache; writing dense blocks and
+// returning a view with the models outermost was as fast as the batched product, but the
+// consumers of that layout then ran 2x slower). `pr` is the rhs permuted to (K dims, N dims);
+// empty when the plain layout is better.
+template <class T>
+std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs, std::vector<int64_t> pr,
+                                    size_t nk, const Shape& out_shape) {
+  const size_t nn = pr.size() - nk;
+  if (nn < 2) return {};
+  Operand whole{permuted(rhs, pr), 0, nk, {}};
+  if (fits(whole, true, false)) return {};
+  const int64_t outer = pr[nk];
+  pr.erase(pr.begin() + int64_t(nk));
+  Operand block{permuted(rhs, pr), 0, nk, {}};
+  if (!fits(block, true, false)) return {};
+  Tensor out = Tensor::empty(out_shape, rhs.dtype());
+  const int64_t blocks = rhs.shape()[outer], width = block.m.cols.size;
+  const T* pa = a.view.data<T>();
+  const T* pb = block.view.data<T>();
+  T* po = out.mutable_data<T>();
+  const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(width);
+  run_gemms(blocks, flops, [&](int64_t j) {
+    gemm(a.m, block.m, pa, pb + j * rhs.strides()[outer], po + j * width, blocks * width);
+  });
+  return out;
+}
+
 }  // namespace
 
 DotCounters dot_counters() { return {g_gemm_calls.load(), g_copied_elements.load()}; }
@@ -392,6 +430,15 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
   };
   const auto [pl, pr] = perms(contracting_order(lhs, rhs, lc, rc, copies));
   const Operand a = make_operand(lhs, pl, lb.size(), lf.size(), blas, false);
+  if (blas && lb.empty()) {
+    std::optional<Tensor> blocked;
+    visit_dtype(lhs.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>)
+        blocked = column_blocks<T>(a, rhs, pr, lc.size(), out_shape);
+    });
+    if (blocked) return *blocked;
+  }
   const Operand b = make_operand(rhs, pr, rb.size(), lc.size(), blas, unit_cols);
   int64_t batch = 1;
   for (int64_t d : lb) batch *= lhs.shape()[d];
