@@ -64,7 +64,7 @@ std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tens
   bool same_types = trace && args.size() == n.inputs.size();
   for (size_t i = 0; same_types && i < args.size(); ++i) {
     const TensorType& t = g.types[n.inputs[i]];
-    same_types = args[i].dtype() == t.dtype && args[i].shape() == t.shape;
+    same_types = args[i].defined() && args[i].dtype() == t.dtype && args[i].shape() == t.shape;
   }
   if (!same_types) return bind(n.prim, args);
   std::vector<TensorType> out_types;

@@ -21,7 +21,6 @@ void need(const Tensor& x, const char* op, const char* arg) {
   check(x.defined(), op, ": ", arg, " is an undefined tensor");
 }
 
-/// a and b promoted to one dtype (at least `floor`'s kind when given) and broadcast together.
 // One primitive per kind, made once and shared: primitives are immutable, and a fresh one per
 // op was an allocation on every traced and eager elementwise op.
 template <class Prim, class Kind, size_t N>
@@ -43,6 +42,7 @@ Tensor apply_unary(UnaryOp kind, const Tensor& x) {
   return bind1(shared<prim::Unary, UnaryOp, kUnaryOps>(kind), {x});
 }
 
+/// a and b promoted to one dtype (at least `floor`'s kind when given) and broadcast together.
 std::pair<Tensor, Tensor> prepare(const Tensor& a, const Tensor& b, const char* op,
                                   bool to_float = false) {
   need(a, op, "lhs");

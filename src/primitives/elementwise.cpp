@@ -1,6 +1,6 @@
 #include "primitives/elementwise.h"
-#include <array>
 
+#include <array>
 #include <ostream>
 
 #include <numbers>
