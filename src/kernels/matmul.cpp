@@ -358,8 +358,8 @@ std::vector<size_t> contracting_order(
 // GEMM per index of the first free dim writes its block of output columns in place (425 us: the
 // rows of a block are a power of two apart and alias in the cache; writing dense blocks and
 // returning a view with the models outermost was as fast as the batched product, but the
-// consumers of that layout then ran 2x slower). `pr` is the rhs permuted to (K dims, N dims);
-// empty when the plain layout is better.
+// consumers of that layout then ran 2x slower). `pr` is the rhs permuted to (K dims, N dims).
+// Returns nothing when the rhs fits BLAS as it is, or when its other N dims do not merge either.
 template <class T>
 std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs, std::vector<int64_t> pr,
                                     size_t nk, const Shape& out_shape) {
