@@ -151,6 +151,28 @@ TEST(Elementwise, ResultsIndependentOfLayoutAndThreads) {
   for (float y : e) ASSERT_EQ(y, alone);
 }
 
+TEST(Elementwise, ShortBroadcastRowsSplitBetweenThreads) {
+  // (3, 1000, 20) rows of 20 against a (3, 1, 20) operand: 3000 rows split between threads in
+  // the middle of a run along axis 1. Each element against a float64 loop, on 1 and 2 threads.
+  const Tensor x = lanes::random::normal(lanes::random::key(7), {3, 1000, 20});
+  const Tensor m = lanes::random::normal(lanes::random::key(8), {3, 1, 20});
+  const auto xs = x.to_vector<double>(), ms = m.to_vector<double>();
+  const int threads = lanes::num_threads();
+  for (int t : {1, 2}) {
+    lanes::set_num_threads(t);
+    const auto prod = (x * m).to_vector<double>();
+    const auto sel = lanes::where(m > 0.0, x, lanes::scalar(0.0f)).to_vector<double>();
+    const auto th = lanes::tanh(lanes::broadcast_to(m, {3, 1000, 20})).to_vector<double>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double b = ms[i / 20000 * 20 + i % 20];
+      ASSERT_NEAR(prod[i], xs[i] * b, 1e-6 * std::abs(xs[i] * b)) << i;
+      ASSERT_EQ(sel[i], b > 0 ? xs[i] : 0.0) << i;
+      ASSERT_NEAR(th[i], std::tanh(b), 1e-6) << i;
+    }
+  }
+  lanes::set_num_threads(threads);
+}
+
 TEST(Elementwise, BroadcastingShapes) {
   const Tensor a = lanes::ones({3, 1, 5});
   const Tensor b = lanes::ones({4, 1});

@@ -65,6 +65,34 @@ TEST(Fusion, StridedTransposedAndBroadcastInputs) {
   expect_near(got.to_vector<double>(), want, 1e-6);
 }
 
+TEST(Fusion, ShortRowsShareTilesAcrossOuterDims) {
+  // Rows of 24 with operands broadcast along the middle and outer axes: a tile holds 85 rows, so
+  // tiles start mid-way through the middle axis and span outer indices. Dense, broadcast and
+  // strided operands, a bool condition, in float32 and float64.
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = randn({13, 11, 24}, 40, dtype);
+    const Tensor m = randn({13, 1, 24}, 41, dtype);
+    const Tensor c = randn({1, 11, 24}, 42) > 0.0;
+    const Tensor t = swapaxes(randn({13, 24, 11}, 43, dtype), 1, 2);  // strided rows
+    auto f = [](const Tensor& a, const Tensor& b, const Tensor& k, const Tensor& s) {
+      return where(k, tanh(a * b + 1.0), s * 2.0) - b;
+    };
+    const Graph g = compiled_graph(f, x, m, c, t);
+    EXPECT_EQ(count(g, "fused_elementwise"), 1) << g;
+    const auto xs = x.to_vector<double>(), ms = m.to_vector<double>(), ts = t.to_vector<double>();
+    const auto cs = c.to_vector<double>();
+    std::vector<double> want(xs.size());
+    for (int64_t i = 0; i < 13; ++i)
+      for (int64_t j = 0; j < 11; ++j)
+        for (int64_t k = 0; k < 24; ++k) {
+          const int64_t at = (i * 11 + j) * 24 + k;
+          const double b = ms[i * 24 + k];
+          want[at] = (cs[j * 24 + k] != 0 ? std::tanh(xs[at] * b + 1.0) : ts[at] * 2.0) - b;
+        }
+    expect_near(compile(f)(x, m, c, t).to_vector<double>(), want, dtype == kFloat32 ? 1e-6 : 1e-14);
+  }
+}
+
 TEST(Fusion, IntermediatesReadElsewhereAreOutputs) {
   // a is read by the sum (outside the chain) and returned; b only inside the chain.
   auto f = [](const Tensor& x) {

@@ -134,9 +134,16 @@ void for_rows(const Space<K>& s, int64_t grain, Row&& row) {
     });
     return;
   }
+  std::array<int64_t, K> row_steps;
+  for (size_t k = 0; k < K; ++k) row_steps[k] = s.strides[k][s.shape.size() - 2];
   parallel_for(rows, std::max<int64_t>(1, grain / len), [&](int64_t b, int64_t e) {
-    detail::for_each_row(s.shape, s.strides, b, e,
-                         [&](const std::array<int64_t, K>& off) { row(off, len, steps); });
+    detail::for_each_row_run(s.shape, s.strides, b, e,
+                             [&](std::array<int64_t, K> off, int64_t count) {
+                               for (int64_t r = 0; r < count; ++r) {
+                                 row(off, len, steps);
+                                 for (size_t k = 0; k < K; ++k) off[k] += row_steps[k];
+                               }
+                             });
   });
 }
 
@@ -145,17 +152,14 @@ void for_rows(const Space<K>& s, int64_t grain, Row&& row) {
 template <class T>
 using Batch = xsimd::batch<T>;
 
-/// Runs f over n contiguous elements in batches; the tail goes through a padded batch.
+/// The last m < W elements of a simd_contiguous run, through a padded batch. Out of line: its
+/// buffers give the caller a heavy stack frame, which short rows (32 elements) paid on every row.
 template <class T, class R, class F, class... In>
-void simd_contiguous(R* out, int64_t n, F f, const In*... in) {
+[[gnu::noinline]] void simd_tail(R* out, int64_t m, F f, const In*... in) {
   constexpr int64_t W = Batch<T>::size;
-  int64_t i = 0;
-  for (; i + W <= n; i += W) f(Batch<T>::load_unaligned(in + i)...).store_unaligned(out + i);
-  if (i == n) return;
-  const int64_t m = n - i;
   auto pad = [&](const T* src, T* buf) {
-    std::copy(src + i, src + n, buf);
-    std::fill(buf + m, buf + W, src[i]);  // a value the op already sees: no spurious traps
+    std::copy(src, src + m, buf);
+    std::fill(buf + m, buf + W, src[0]);  // a value the op already sees: no spurious traps
     return Batch<T>::load_unaligned(buf);
   };
   alignas(64) T bufs[sizeof...(In)][W];
@@ -164,7 +168,16 @@ void simd_contiguous(R* out, int64_t n, F f, const In*... in) {
   auto padded = [&](const T* src) { return pad(src, bufs[k++]); };
   // Evaluation order of function arguments is unspecified; k only picks distinct buffers.
   f(padded(in)...).store_unaligned(res);
-  std::copy(res, res + m, out + i);
+  std::copy(res, res + m, out);
+}
+
+/// Runs f over n contiguous elements in batches; the tail goes through a padded batch.
+template <class T, class R, class F, class... In>
+inline void simd_contiguous(R* out, int64_t n, F f, const In*... in) {
+  constexpr int64_t W = Batch<T>::size;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(Batch<T>::load_unaligned(in + i)...).store_unaligned(out + i);
+  if (i < n) simd_tail<T>(out + i, n - i, f, (in + i)...);
 }
 
 /// Copies n elements at stride `step` into buf (step 0 reads one element).
