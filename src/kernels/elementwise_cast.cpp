@@ -70,6 +70,20 @@ const U* dense(const U* p, int64_t step, int64_t m, U* buf) {
   return buf;
 }
 
+/// select_rows over strided or broadcast operands, gathered a chunk at a time for the SIMD blend:
+/// element by element, the broadcast zero of relu's gradient made a select 7x slower.
+template <class U>
+void select_gathered(const bool* c, const U* x, const U* y, U* o, int64_t n,
+                     const std::array<int64_t, 4>& st) {
+  bool cbuf[loops::kBuffer];
+  U xbuf[loops::kBuffer], ybuf[loops::kBuffer];
+  for (int64_t i0 = 0; i0 < n; i0 += loops::kBuffer) {
+    const int64_t m = std::min(loops::kBuffer, n - i0);
+    select_rows(dense(c + i0 * st[1], st[1], m, cbuf), dense(x + i0 * st[2], st[2], m, xbuf),
+                dense(y + i0 * st[3], st[3], m, ybuf), o + i0, m);
+  }
+}
+
 /// cond ? a : b on raw bits: the choice does not look at values, so one instantiation per
 /// element size serves every dtype.
 template <class U>
@@ -79,28 +93,28 @@ void select_bits(const Tensor& cond, const Tensor& a, const Tensor& b, const Ten
   const U* ab = static_cast<const U*>(a.raw_data());
   const U* bb = static_cast<const U*>(b.raw_data());
   U* ob = static_cast<U*>(out.raw_mutable_data());
-  loops::for_rows(
-      s, kSelectGrain,
-      [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& st) {
-        const bool* c = cb + off[1];
-        const U* x = ab + off[2];
-        const U* y = bb + off[3];
-        U* o = ob + off[0];
-        if (st[1] == 1 && st[2] == 1 && st[3] == 1) return select_rows(c, x, y, o, n);
+  loops::for_rows(s, kSelectGrain, [&](const loops::Run<4>& r) {
+    const int64_t n = r.n;
+    const auto& st = r.step;
+    for (int64_t i = 0; i < r.count; ++i) {
+      const bool* c = cb + r.offset[1] + i * r.row_step[1];
+      const U* x = ab + r.offset[2] + i * r.row_step[2];
+      const U* y = bb + r.offset[3] + i * r.row_step[3];
+      U* o = ob + r.offset[0] + i * r.row_step[0];
+      if (st[1] == 1 && st[2] == 1 && st[3] == 1) {
+        select_rows(c, x, y, o, n);
+      } else if (st[1] == 1 && st[2] == 0 && st[3] == 1) {
         // A broadcast scalar branch (relu's gradient: select(mask, g, 0)) is blended as a
-        // splat, with no gather: a (100, 32, 32) select went from 56 to 40 us.
-        if (st[1] == 1 && st[2] == 0 && st[3] == 1) return select_splat(c, x[0], y, o, n, false);
-        if (st[1] == 1 && st[2] == 1 && st[3] == 0) return select_splat(c, y[0], x, o, n, true);
-        // Strided or broadcast operands are gathered a chunk at a time for the SIMD blend: element
-        // by element, the broadcast zero of relu's gradient made a select 7x slower.
-        bool cbuf[loops::kBuffer];
-        U xbuf[loops::kBuffer], ybuf[loops::kBuffer];
-        for (int64_t i0 = 0; i0 < n; i0 += loops::kBuffer) {
-          const int64_t m = std::min(loops::kBuffer, n - i0);
-          select_rows(dense(c + i0 * st[1], st[1], m, cbuf), dense(x + i0 * st[2], st[2], m, xbuf),
-                      dense(y + i0 * st[3], st[3], m, ybuf), o + i0, m);
-        }
-      });
+        // splat, with no gather: a (100, 32, 32) select went from 56 to 40 us (and to ~18 us
+        // once rows came in runs).
+        select_splat(c, x[0], y, o, n, false);
+      } else if (st[1] == 1 && st[2] == 1 && st[3] == 0) {
+        select_splat(c, y[0], x, o, n, true);
+      } else {
+        select_gathered(c, x, y, o, n, st);
+      }
+    }
+  });
 }
 
 }  // namespace

@@ -75,24 +75,36 @@ bool needs_tiles(const Space<K>& s) {
   return false;
 }
 
-/// for_rows over kTile x kTile tiles of the last two dims (rows of kTile elements). A work
-/// unit is kTile rows across all columns; units are split between threads.
-template <size_t K, class Row>
-void for_tiles(const Space<K>& s, int64_t grain, Row&& row) {
+/// A run of rows for a kernel: `count` rows of `n` elements; operand k's row r starts at element
+/// offset[k] + r * row_step[k] and steps by step[k] along the row (step[0] is 1: the output is
+/// contiguous). Kernels loop the rows of a run themselves: a call per 32-element row, with the
+/// offsets passed through memory, cost as much as the row's arithmetic.
+template <size_t K>
+struct Run {
+  std::array<int64_t, K> offset, step, row_step;
+  int64_t n, count;
+};
+
+/// for_rows over kTile x kTile tiles of the last two dims: each tile is one run of up to kTile
+/// rows of kTile elements. A work unit is kTile rows across all columns; units are split between
+/// threads.
+template <size_t K, class Kernel>
+void for_tiles(const Space<K>& s, int64_t grain, Kernel&& kernel) {
   constexpr int64_t kTile = 16;  // small: power-of-two strides alias in cache sets and the TLB
   const size_t nd = s.shape.size();
   const int64_t rows = s.shape[nd - 2], cols = s.shape[nd - 1];
   const int64_t row_tiles = (rows + kTile - 1) / kTile;
   int64_t outer = 1;
   for (size_t d = 0; d + 2 < nd; ++d) outer *= s.shape[d];
-  std::array<int64_t, K> steps, row_step;
+  Run<K> run{};
   for (size_t k = 0; k < K; ++k) {
-    steps[k] = s.strides[k][nd - 1];
-    row_step[k] = s.strides[k][nd - 2];
+    run.step[k] = s.strides[k][nd - 1];
+    run.row_step[k] = s.strides[k][nd - 2];
   }
   const int64_t unit = std::min(rows, kTile) * cols;
   parallel_for(outer * row_tiles, std::max<int64_t>(1, grain / std::max<int64_t>(unit, 1)),
                [&](int64_t b, int64_t e) {
+                 Run<K> r = run;
                  for (int64_t u = b; u < e; ++u) {
                    std::array<int64_t, K> base{};
                    for (int64_t d = static_cast<int64_t>(nd) - 3, rest = u / row_tiles; d >= 0;
@@ -101,48 +113,50 @@ void for_tiles(const Space<K>& s, int64_t grain, Row&& row) {
                      rest /= s.shape[d];
                      for (size_t k = 0; k < K; ++k) base[k] += i * s.strides[k][d];
                    }
-                   const int64_t r0 = u % row_tiles * kTile, r1 = std::min(rows, r0 + kTile);
+                   const int64_t r0 = u % row_tiles * kTile;
+                   r.count = std::min(rows, r0 + kTile) - r0;
                    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
-                     const int64_t n = std::min(kTile, cols - c0);
-                     for (int64_t r = r0; r < r1; ++r) {
-                       std::array<int64_t, K> off;
-                       for (size_t k = 0; k < K; ++k)
-                         off[k] = base[k] + r * row_step[k] + c0 * steps[k];
-                       row(off, n, steps);
-                     }
+                     r.n = std::min(kTile, cols - c0);
+                     for (size_t k = 0; k < K; ++k)
+                       r.offset[k] = base[k] + r0 * run.row_step[k] + c0 * run.step[k];
+                     kernel(r);
                    }
                  }
                });
 }
 
-/// Calls row(offsets, n, steps) over the space: offsets[k] is operand k's element offset at a row
-/// start, n the row length, steps[k] operand k's stride along the row (steps[0] is 1: the output
-/// is contiguous). A single row (contiguous data) is split into chunks, several rows are split
-/// between threads whole, transposed inputs go tile by tile.
-template <size_t K, class Row>
-void for_rows(const Space<K>& s, int64_t grain, Row&& row) {
+/// Calls kernel(run) over the space in runs of rows (see Run). A single row (contiguous data) is
+/// split into chunks, several rows are split between threads whole, transposed inputs go tile by
+/// tile.
+template <size_t K, class Kernel>
+void for_rows(const Space<K>& s, int64_t grain, Kernel&& kernel) {
   const int64_t len = s.shape.back(), rows = detail::num_rows(s.shape);
   if (len == 0 || rows == 0) return;
-  if (needs_tiles(s)) return for_tiles(s, grain, row);
-  std::array<int64_t, K> steps;
-  for (size_t k = 0; k < K; ++k) steps[k] = s.strides[k].back();
+  if (needs_tiles(s)) return for_tiles(s, grain, kernel);
+  const size_t nd = s.shape.size();
+  Run<K> run{};
+  for (size_t k = 0; k < K; ++k) {
+    run.step[k] = s.strides[k][nd - 1];
+    run.row_step[k] = nd >= 2 ? s.strides[k][nd - 2] : 0;
+  }
   if (rows == 1) {
     parallel_for(len, grain, [&](int64_t b, int64_t e) {
-      std::array<int64_t, K> off;
-      for (size_t k = 0; k < K; ++k) off[k] = b * steps[k];
-      row(off, e - b, steps);
+      Run<K> r = run;
+      for (size_t k = 0; k < K; ++k) r.offset[k] = b * run.step[k];
+      r.n = e - b;
+      r.count = 1;
+      kernel(r);
     });
     return;
   }
-  std::array<int64_t, K> row_steps;
-  for (size_t k = 0; k < K; ++k) row_steps[k] = s.strides[k][s.shape.size() - 2];
   parallel_for(rows, std::max<int64_t>(1, grain / len), [&](int64_t b, int64_t e) {
     detail::for_each_row_run(s.shape, s.strides, b, e,
-                             [&](std::array<int64_t, K> off, int64_t count) {
-                               for (int64_t r = 0; r < count; ++r) {
-                                 row(off, len, steps);
-                                 for (size_t k = 0; k < K; ++k) off[k] += row_steps[k];
-                               }
+                             [&](const std::array<int64_t, K>& off, int64_t count) {
+                               Run<K> r = run;
+                               r.offset = off;
+                               r.n = len;
+                               r.count = count;
+                               kernel(r);
                              });
   });
 }
@@ -222,8 +236,10 @@ void unary(const Tensor& x, const Tensor& out, F f) {
   const auto s = make_space<2>(out, {&x});
   const T* xb = x.data<T>();
   R* ob = out.mutable_data<R>();
-  for_rows(s, F::grain, [&](const std::array<int64_t, 2>& off, int64_t n, const auto& st) {
-    unary_row<T, R>(ob + off[0], xb + off[1], st[1], n, f);
+  for_rows(s, F::grain, [&](const Run<2>& r) {
+    for (int64_t i = 0; i < r.count; ++i)
+      unary_row<T, R>(ob + r.offset[0] + i * r.row_step[0], xb + r.offset[1] + i * r.row_step[1],
+                      r.step[1], r.n, f);
   });
 }
 
@@ -284,8 +300,10 @@ void binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const T* ab = a.data<T>();
   const T* bb = b.data<T>();
   R* ob = out.mutable_data<R>();
-  for_rows(s, F::grain, [&](const std::array<int64_t, 3>& off, int64_t n, const auto& st) {
-    binary_row<T, R>(ob + off[0], ab + off[1], st[1], bb + off[2], st[2], n, f);
+  for_rows(s, F::grain, [&](const Run<3>& r) {
+    for (int64_t i = 0; i < r.count; ++i)
+      binary_row<T, R>(ob + r.offset[0] + i * r.row_step[0], ab + r.offset[1] + i * r.row_step[1],
+                       r.step[1], bb + r.offset[2] + i * r.row_step[2], r.step[2], r.n, f);
   });
 }
 
