@@ -171,6 +171,22 @@ TEST(Elementwise, ShortBroadcastRowsSplitBetweenThreads) {
     }
   }
   lanes::set_num_threads(threads);
+  // Rows shorter than a SIMD batch (10 and 3 elements) against a repeated row on either side,
+  // with a ragged last chunk, in float32 and float64.
+  for (DType dtype : {lanes::kFloat32, lanes::kFloat64})
+    for (int64_t n : {10, 3}) {
+      const Tensor a =
+          lanes::cast(lanes::random::normal(lanes::random::key(9), {8, 333, n}), dtype);
+      const Tensor b = lanes::cast(lanes::random::normal(lanes::random::key(10), {8, 1, n}), dtype);
+      const auto as = a.to_vector<double>(), bs = b.to_vector<double>();
+      const auto left = (a - b).to_vector<double>(), right = (b - a).to_vector<double>();
+      for (size_t i = 0; i < as.size(); ++i) {
+        const double bi = bs[i / (333 * n) * n + i % n];
+        const double tol = dtype == lanes::kFloat32 ? 1e-6 * (std::abs(as[i]) + std::abs(bi)) : 0.0;
+        ASSERT_NEAR(left[i], as[i] - bi, tol) << i;
+        ASSERT_NEAR(right[i], bi - as[i], tol) << i;
+      }
+    }
 }
 
 TEST(Elementwise, BroadcastingShapes) {

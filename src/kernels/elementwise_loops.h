@@ -293,6 +293,31 @@ void binary_row(R* out, const T* a, int64_t sa, const T* b, int64_t sb, int64_t 
   }
 }
 
+/// A run of rows shorter than a batch (a bias added to (8, 512, 10)) as one long row: operands
+/// dense across the run are read in place, one whose rows all repeat one row is tiled into a
+/// buffer. Row by row, every row went through the padded tail. Returns false for other layouts.
+template <class T, class R, class F>
+bool binary_short_rows(R* out, const T* a, const T* b, const Run<3>& r, F f) {
+  const int64_t n = r.n;
+  if (!kSimd<F, T> || n >= int64_t(Batch<T>::size) || r.count == 1 || r.row_step[0] != n)
+    return false;
+  auto dense = [&](size_t k) { return r.step[k] == 1 && r.row_step[k] == n; };
+  auto repeats = [&](size_t k) { return r.step[k] == 1 && r.row_step[k] == 0; };
+  if (!(dense(1) || repeats(1)) || !(dense(2) || repeats(2))) return false;
+  const int64_t per = kBuffer / n;  // rows per chunk
+  alignas(64) T tiled[2][kBuffer];
+  for (int64_t i = 0; i < per; ++i) {
+    if (repeats(1)) std::copy(a, a + n, tiled[0] + i * n);
+    if (repeats(2)) std::copy(b, b + n, tiled[1] + i * n);
+  }
+  for (int64_t row = 0; row < r.count; row += per) {
+    const int64_t m = std::min(per, r.count - row) * n;
+    simd_contiguous<T>(out + row * n, m, f, repeats(1) ? tiled[0] : a + row * n,
+                       repeats(2) ? tiled[1] : b + row * n);
+  }
+  return true;
+}
+
 /// out = f(a, b) elementwise; a, b of out's shape (any strides).
 template <class T, class R, class F>
 void binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
@@ -301,6 +326,9 @@ void binary(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
   const T* bb = b.data<T>();
   R* ob = out.mutable_data<R>();
   for_rows(s, F::grain, [&](const Run<3>& r) {
+    if constexpr (kSimd<F, T>) {
+      if (binary_short_rows<T>(ob + r.offset[0], ab + r.offset[1], bb + r.offset[2], r, f)) return;
+    }
     for (int64_t i = 0; i < r.count; ++i)
       binary_row<T, R>(ob + r.offset[0] + i * r.row_step[0], ab + r.offset[1] + i * r.row_step[1],
                        r.step[1], bb + r.offset[2] + i * r.row_step[2], r.step[2], r.n, f);
