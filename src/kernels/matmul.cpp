@@ -355,10 +355,10 @@ std::vector<size_t> contracting_order(
 // after the first free one do: the weights of a vmap over models beside a shared input
 // (x @ W_b, W_b's model axis outside its K axis). Copying the rhs into a (K, N) matrix made one
 // GEMM that two threads share poorly (472 vs 375 us for (512, 64) @ (8, 64, 128)); instead one
-// GEMM per index of the first free dim writes its block of output columns in place (425 us: the
-// rows of a block are a power of two apart and alias in the cache; writing dense blocks and
-// returning a view with the models outermost was as fast as the batched product, but the
-// consumers of that layout then ran 2x slower). `pr` is the rhs permuted to (K dims, N dims).
+// GEMM per index of the first free dim fills its block of output columns (425 us). Returning the
+// dense blocks as a view with the models outermost made the consumers of that layout 2x slower
+// at first, and still ~10% slower end to end once the elementwise kernels took runs of rows.
+// `pr` is the rhs permuted to (K dims, N dims).
 // Returns nothing when the rhs fits BLAS as it is, or when its other N dims do not merge either.
 template <class T>
 std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs, std::vector<int64_t> pr,
@@ -377,8 +377,16 @@ std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs, std::ve
   const T* pb = block.view.data<T>();
   T* po = out.mutable_data<T>();
   const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(width);
+  const int64_t rows = a.m.rows.size;
   run_gemms(blocks, flops, [&](int64_t j) {
-    gemm(a.m, block.m, pa, pb + j * rhs.strides()[outer], po + j * width, blocks * width);
+    // Through a dense scratch block: BLAS zeroes C before a beta = 0 product, and for a C whose
+    // columns are strided (ldc != its width) it does so a float at a time, which took 17% of the
+    // ensemble's call.
+    thread_local std::vector<T> scratch;
+    scratch.resize(size_t(rows * width));
+    gemm(a.m, block.m, pa, pb + j * rhs.strides()[outer], scratch.data(), width);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy_n(scratch.data() + r * width, width, po + r * blocks * width + j * width);
   });
   return out;
 }
