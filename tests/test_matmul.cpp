@@ -348,10 +348,10 @@ TEST(Matmul, ProductsWithTheIdentity) {
   EXPECT_EQ(calls.gemm_calls, 0);
 }
 
-// x @ W_b with the model axis of W_b outside its K axis (vmap over models beside a shared
-// input): one GEMM per model into a dense block, no copy of the weights; the result, a view
-// with the models outermost in memory, equals the per-model products, for M and N of several
-// dims too.
+// x @ W_b with the model axis of W_b outside its K axis, as an eager product (under vmap the
+// batch rule makes it a batched product instead): one GEMM per model filling its output
+// columns, no copy of the weights; the result equals the per-model products, for M and N of
+// several dims too.
 TEST(Matmul, SharedInputTimesStackedWeightsRunsOneGemmPerModel) {
   for (DType dtype : {kFloat32, kFloat64}) {
     const Tensor x = sample({3, 5, 24}, dtype, 2);      // M = (3, 5), K = 24

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 
 #include "lanes/lanes.h"
 
@@ -174,6 +175,27 @@ TEST(Vmap, ElementwiseWithUnbatchedOperandCopiesNothing) {
   const Explanation e = explain(vmap(f), x);
   EXPECT_EQ(e.materialized_bytes(), 0) << e;
   EXPECT_TRUE(e.fallbacks.empty()) << e;
+}
+
+TEST(Vmap, StackedWeightsBesideASharedInputAreABatchedProduct) {
+  // An ensemble layer: x shared, W_b mapped with its model axis outside K. The batch rule makes
+  // it a product batched over the models (a stride-0 view of x), result models first; a mapped
+  // vector (W @ t_b) still folds into one product without batch dims.
+  const Tensor w = randn({4, 24, 16}, 60), x = randn({5, 24}, 61), t = randn({4, 24}, 62);
+  auto layer = [](const Tensor& wi, const Tensor& xi) { return matmul(xi, wi); };
+  const auto batched = vmap(layer, in_axes(0, none));
+  std::ostringstream graph;
+  graph << make_graph(batched)(w, x);
+  EXPECT_NE(graph.str().find("lhs_batch=(0,), rhs_batch=(0,)"), std::string::npos) << graph.str();
+  std::vector<Tensor> per_model;
+  for (int64_t b = 0; b < 4; ++b)
+    per_model.push_back(matmul(x, squeeze(slice_axis(w, 0, b, b + 1), 0)));
+  expect_close(batched(w, x), stack(per_model, 0));
+  std::ostringstream folded;
+  folded << make_graph(vmap(layer, in_axes(0, none)))(t, x);
+  EXPECT_NE(folded.str().find("lhs_batch=(), rhs_batch=()"), std::string::npos) << folded.str();
+  expect_close(vmap(layer, in_axes(0, none))(t, x),
+               loop0([&](const Tensor& ti) { return matmul(x, ti); }, t));
 }
 
 TEST(Vmap, MakeGraphPrintsLikeAJaxpr) {
