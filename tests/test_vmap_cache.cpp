@@ -59,6 +59,21 @@ TEST(VmapCache, SmallCapturedValuesAreComparedByValue) {
   EXPECT_EQ(batched.cache_size(), 2u);  // 1 and 2 were seen twice, 3 once
 }
 
+TEST(VmapCache, PadValuesAreKeyedExactly) {
+  // 1.0000001 and 1.0000002 are distinct float32 values that print alike to 6 digits.
+  double value = 1.0000001;
+  auto f = [&value](const Tensor& x) { return pad(x, {1}, {0}, value); };
+  auto batched = vmap(f);
+  const Tensor xs = randn({2, 3}, 9);
+  for (double v : {1.0000001, 1.0000001, 1.0000002, 1.0000002, 1.0000001}) {
+    value = v;
+    const auto got = batched(xs).to_vector<float>();
+    EXPECT_EQ(got[0], float(v));
+    EXPECT_EQ(got[4], float(v));
+  }
+  EXPECT_EQ(batched.cache_size(), 2u);
+}
+
 TEST(VmapCache, FreshLargeCapturesEveryCallStayCorrect) {
   // exp(w) runs eagerly while tracing: a new 1 MB constant each call, keyed by its address. The
   // allocator may hand a freed address out again, so a key can repeat with other values: the

@@ -1,6 +1,6 @@
 #include "primitives/structure.h"
 
-#include <sstream>
+#include <charconv>
 
 #include "kernels/structure.h"
 #include "lanes/ops.h"
@@ -80,10 +80,13 @@ std::vector<Tensor> Concatenate::vjp(const std::vector<Tensor>& x, const std::ve
 
 // ---- pad --------------------------------------------------------------------------------------
 
+// The value in its shortest round-trip form: params() keys the vmap cache, so two pads whose
+// values differ past a printed 6 digits must not look alike (and a string stream costs ~1 us).
 std::string Pad::params() const {
-  std::ostringstream value;
-  value << value_;
-  return "low=" + list_str(low_) + ", high=" + list_str(high_) + ", value=" + value.str();
+  char value[32];
+  const auto end = std::to_chars(value, value + sizeof value, value_).ptr;
+  return "low=" + list_str(low_) + ", high=" + list_str(high_) +
+         ", value=" + std::string(value, end);
 }
 
 std::vector<TensorType> Pad::infer(const std::vector<TensorType>& in) const {
