@@ -18,17 +18,20 @@ namespace lanes {
 namespace {
 constexpr size_t kAlignment = 64;            // a cache line; also the widest SIMD load (AVX-512)
 constexpr size_t kLarge = size_t{1} << 21;   // 2 MiB: a huge page; larger blocks take whole ones
-constexpr size_t kCached = size_t{1} << 16;  // blocks from 64 KiB up are cached
+constexpr size_t kCached = size_t{1} << 12;  // blocks from 4 KiB up are cached
+constexpr size_t kPaged = size_t{1} << 16;   // blocks from 64 KiB up are whole pages
 constexpr size_t kPage = size_t{1} << 12;
 constexpr size_t kCacheLimit = size_t{1} << 30;
 
-// Blocks of 64 KiB and more are kept after use and handed out again (a caching allocator, as MLX
+// Blocks of 4 KiB and more are kept after use and handed out again (a caching allocator, as MLX
 // and PyTorch do): touching fresh memory costs a page fault per 4 KiB page (measured ~13 us
 // here), which is more than the arithmetic of a streaming kernel. Fresh large blocks ask for
 // transparent huge pages, which cut the first touch of 64 MB from ~200 ms to ~8 ms. Blocks below
 // 2 MiB were left to malloc at first, but glibc returns the top of its heap to the system and
 // maps large requests afresh: the 1.6 MB per-step products of an LSTM's gradient page-faulted on
-// every call (16% of its time).
+// every call (16% of its time). Blocks from 4 KiB up are cached: below 64 KiB glibc kept them,
+// but its memalign and the coalescing of freed chunks cost ~10% of an LSTM gradient's manual
+// batched call, whose tensors are (100, 32) and (100, 128).
 //
 // When the cache is full, the oldest blocks go back to the system to make room: refusing the new
 // block instead left a cache full of a finished loop's block sizes while every call of the next
@@ -103,7 +106,7 @@ void count_alloc(size_t bytes) {
 }
 
 size_t rounded_size(size_t bytes) {
-  const size_t unit = bytes >= kLarge ? kLarge : bytes >= kCached ? kPage : kAlignment;
+  const size_t unit = bytes >= kLarge ? kLarge : bytes >= kPaged ? kPage : kAlignment;
   return std::max(unit, (bytes + unit - 1) / unit * unit);
 }
 }  // namespace
@@ -122,7 +125,7 @@ Storage::Storage(size_t bytes) : bytes_(bytes) {
       count_alloc(size);
       return;
     }
-    data_ = std::aligned_alloc(size >= kLarge ? kLarge : kPage, size);
+    data_ = std::aligned_alloc(size >= kLarge ? kLarge : size >= kPaged ? kPage : kAlignment, size);
     if (data_ && size >= kLarge) madvise(data_, size, MADV_HUGEPAGE);
   } else {
     data_ = std::aligned_alloc(kAlignment, size);
