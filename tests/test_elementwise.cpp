@@ -128,7 +128,9 @@ TEST(Elementwise, ResultsIndependentOfLayoutAndThreads) {
     const Tensor want = f(x);
     const Tensor got_t = f(xt);
     const Tensor got_slice = f(lanes::slice_axis(x, 1, 1, m));
-    EXPECT_EQ(0, std::memcmp(want.raw_data(), got_t.raw_data(), n * m * sizeof(float)));
+    // Bit for bit; got_t keeps xt's memory order (a transposed output), so compare by index.
+    EXPECT_EQ(want.to_vector<float>(), got_t.to_vector<float>());
+    EXPECT_EQ(got_t.strides(), xt.strides());
     const auto w = want.to_vector<float>(), s = got_slice.to_vector<float>();
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 1; j < m; ++j) ASSERT_EQ(w[i * m + j], s[i * (m - 1) + j - 1]);
@@ -187,6 +189,29 @@ TEST(Elementwise, ShortBroadcastRowsSplitBetweenThreads) {
         ASSERT_NEAR(right[i], bi - as[i], tol) << i;
       }
     }
+}
+
+TEST(Elementwise, OutputsFollowTheirOperandsMemoryOrder) {
+  // A transposed (dense) operand gives a transposed output: the op runs in memory order. With a
+  // broadcast or a row-major partner, values still match a float64 loop element by element.
+  const Tensor base = lanes::random::normal(lanes::random::key(11), {6, 50, 40});
+  const Tensor t = lanes::swapaxes(base, 1, 2);  // (6, 40, 50), strides (2000, 1, 40)
+  const Tensor row = lanes::random::normal(lanes::random::key(12), {6, 1, 1});
+  const Tensor plain = lanes::random::normal(lanes::random::key(13), {6, 40, 50});
+  const auto ts = t.to_vector<double>(), rs = row.to_vector<double>();
+  const auto ps = plain.to_vector<double>();
+  const Tensor square = t * t, scaled = row * t, mixed = t - plain, e = lanes::exp(t);
+  EXPECT_EQ(square.strides(), t.strides());
+  EXPECT_EQ(scaled.strides(), t.strides());
+  EXPECT_EQ(e.strides(), t.strides());
+  const auto sq = square.to_vector<double>(), sc = scaled.to_vector<double>();
+  const auto mx = mixed.to_vector<double>(), ex = e.to_vector<double>();
+  for (size_t i = 0; i < ts.size(); ++i) {
+    ASSERT_NEAR(sq[i], ts[i] * ts[i], 1e-6 * (1 + ts[i] * ts[i])) << i;
+    ASSERT_NEAR(sc[i], rs[i / 2000] * ts[i], 1e-6 * (1 + std::abs(ts[i]))) << i;
+    ASSERT_NEAR(mx[i], ts[i] - ps[i], 1e-6 * (1 + std::abs(ts[i]) + std::abs(ps[i]))) << i;
+    ASSERT_NEAR(ex[i], std::exp(ts[i]), 1e-6 * std::exp(ts[i])) << i;
+  }
 }
 
 TEST(Elementwise, BroadcastingShapes) {

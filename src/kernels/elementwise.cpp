@@ -1,6 +1,9 @@
 // Unary kernels and the elementwise op tables (names, accepted dtypes).
 #include "kernels/elementwise.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "kernels/elementwise_loops.h"
 #include "kernels/elementwise_ops.h"
 
@@ -98,10 +101,28 @@ void with_unary(UnaryOp op, Fn&& fn) {
 
 }  // namespace
 
+Tensor empty_in_order_of(const Tensor& like, DType dtype) {
+  const Shape& shape = like.shape();
+  if (like.is_contiguous()) return Tensor::empty(shape, dtype);
+  std::vector<size_t> order(shape.size());  // dims from the largest stride to the smallest
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return like.strides()[a] > like.strides()[b]; });
+  Strides strides(shape.size());
+  int64_t next = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    const size_t d = order[i];
+    if (shape[d] != 1 && like.strides()[d] != next) return Tensor::empty(shape, dtype);  // gaps
+    strides[d] = next;
+    next *= shape[d];
+  }
+  return Tensor::empty({next}, dtype).view(shape, strides, 0);
+}
+
 Tensor unary(UnaryOp op, const Tensor& x, bool reuse) {
   check(unary_accepts(op, x.dtype()), unary_name(op), ": does not accept dtype ",
         dtype_name(x.dtype()));
-  Tensor out = reuse && donatable(x, x.dtype()) ? x : Tensor::empty(x.shape(), x.dtype());
+  Tensor out = reuse && donatable(x, x.dtype()) ? x : empty_in_order_of(x, x.dtype());
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_unary<T>(op, [&](auto f) { loops::unary<T, T>(x, out, f); });

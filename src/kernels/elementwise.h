@@ -28,6 +28,12 @@ inline bool donatable(const Tensor& t, DType dtype) {
          t.storage()->bytes() == size_t(t.numel()) * dtype_size(dtype);
 }
 
+/// A fresh tensor of `like`'s shape and `dtype` laid out in like's memory order when like is a
+/// dense permutation (a transposed view of a whole buffer), else row-major. Elementwise outputs
+/// follow their operands' order, as PyTorch's TensorIterator does: an op on a transposed
+/// gradient then runs as one contiguous pass instead of a tiled gather (25 MB: ~13 -> ~2 ms).
+Tensor empty_in_order_of(const Tensor& like, DType dtype);
+
 enum class UnaryOp : uint8_t {
   Neg,
   Exp,

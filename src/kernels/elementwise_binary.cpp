@@ -47,6 +47,13 @@ void with_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
   throw Error(detail::concat(binary_name(op), ": unsupported dtype ", dtype_name(dtype_of<T>())));
 }
 
+// Whether a dim of t is broadcast (stride 0): the output then follows the other operand's order.
+bool broadcast(const Tensor& t) {
+  for (size_t d = 0; d < t.shape().size(); ++d)
+    if (t.shape()[d] > 1 && t.strides()[d] == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, bool reuse) {
@@ -58,7 +65,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, bool reuse) {
   const DType dtype = is_comparison(op) ? DType::Bool : a.dtype();
   Tensor out = reuse && donatable(a, dtype)   ? a
                : reuse && donatable(b, dtype) ? b
-                                              : Tensor::empty(a.shape(), dtype);
+                                              : empty_in_order_of(broadcast(a) ? b : a, dtype);
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_binary<T>(

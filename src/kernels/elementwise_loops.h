@@ -48,11 +48,25 @@ struct Space {
   std::array<Strides, K> strides;
 };
 
+/// The output may be a dense permutation (empty_in_order_of): its dims are then visited in
+/// memory order, which makes it contiguous again for the row loops.
 template <size_t K>
 Space<K> make_space(const Tensor& out, const std::array<const Tensor*, K - 1>& inputs) {
   Space<K> s{out.shape(), {}};
   s.strides[0] = out.strides();
   for (size_t k = 1; k < K; ++k) s.strides[k] = inputs[k - 1]->strides();
+  if (!out.is_contiguous()) {
+    std::vector<size_t> order(s.shape.size());
+    for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return s.strides[0][a] > s.strides[0][b]; });
+    Space<K> sorted{Shape(order.size()), {}};
+    for (size_t i = 0; i < order.size(); ++i) {
+      sorted.shape[i] = s.shape[order[i]];
+      for (size_t k = 0; k < K; ++k) sorted.strides[k].push_back(s.strides[k][order[i]]);
+    }
+    s = std::move(sorted);
+  }
   detail::coalesce(s.shape, s.strides);
   return s;
 }
