@@ -1,6 +1,7 @@
 // Helpers for walking strided n-d layouts: the shared machinery of every strided kernel.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -91,6 +92,15 @@ void for_each_row_run(const Shape& shape, const std::array<Strides, K>& strides,
     fn(offsets, count);
     row += count;
   }
+}
+
+/// The dims in memory order: from the largest stride to the smallest (ties keep their order).
+inline std::vector<size_t> memory_order(const Strides& strides) {
+  std::vector<size_t> order(strides.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  return order;
 }
 
 /// Number of rows of a (coalesced) space.

@@ -1,9 +1,7 @@
 // Unary kernels and the elementwise op tables (names, accepted dtypes).
 #include "kernels/elementwise.h"
 
-#include <algorithm>
-#include <numeric>
-
+#include "core/strided.h"
 #include "kernels/elementwise_loops.h"
 #include "kernels/elementwise_ops.h"
 
@@ -104,10 +102,7 @@ void with_unary(UnaryOp op, Fn&& fn) {
 Tensor empty_in_order_of(const Tensor& like, DType dtype) {
   const Shape& shape = like.shape();
   if (like.is_contiguous()) return Tensor::empty(shape, dtype);
-  std::vector<size_t> order(shape.size());  // dims from the largest stride to the smallest
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return like.strides()[a] > like.strides()[b]; });
+  const std::vector<size_t> order = detail::memory_order(like.strides());
   Strides strides(shape.size());
   int64_t next = 1;
   for (size_t i = order.size(); i-- > 0;) {

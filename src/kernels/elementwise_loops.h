@@ -56,10 +56,7 @@ Space<K> make_space(const Tensor& out, const std::array<const Tensor*, K - 1>& i
   s.strides[0] = out.strides();
   for (size_t k = 1; k < K; ++k) s.strides[k] = inputs[k - 1]->strides();
   if (!out.is_contiguous()) {
-    std::vector<size_t> order(s.shape.size());
-    for (size_t d = 0; d < order.size(); ++d) order[d] = d;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return s.strides[0][a] > s.strides[0][b]; });
+    const std::vector<size_t> order = detail::memory_order(s.strides[0]);
     Space<K> sorted{Shape(order.size()), {}};
     for (size_t i = 0; i < order.size(); ++i) {
       sorted.shape[i] = s.shape[order[i]];
