@@ -51,8 +51,11 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
 std::vector<bool> selected_leaves(const std::vector<int>& argnums,
                                   const std::vector<size_t>& leaf_counts, const char* transform);
 
-/// Checks that grad's function returned a 0-d float tensor.
-void check_scalar_output(const std::vector<Tensor>& outputs, const char* transform);
+/// Value and gradient of a graph with one scalar output (checked): its output, then the cotangent
+/// of each input flagged in `wrt` (undefined for the others). Under an enclosing trace it is
+/// recorded as one call of a body cached in `calls`.
+std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
+                                         const std::vector<bool>& wrt, const CallCache& calls);
 
 /// Traces f at args and linearizes it with respect to the arguments in argnums.
 template <class F, class... Args>
@@ -81,14 +84,23 @@ template <Pick P, class F>
 struct ValueAndGrad {
   F f;
   std::vector<int> argnums;
+  CallCache calls{};
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    auto [out, lin] = linearize_call(f, argnums, args...);
-    check_scalar_output(lin.outputs, "grad");
-    auto grads = per_argument(lin.backward({ones_like(lin.outputs[0])}), args...);
+    std::vector<Tensor> inputs;
+    (tree::flatten(args, inputs), ...);
+    std::vector<bool> wrt = selected_leaves(argnums, {tree::num_leaves(args)...}, "grad");
+    std::invoke_result_t<const F&, const Args&...> out{};
+    Graph g = trace<F>(f, &out, leaf_types(args...), args...);
+    inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
+    wrt.resize(inputs.size(), false);
+    std::vector<Tensor> vg = value_and_grad_graph(std::move(g), inputs, wrt, calls);
+    const Tensor value = vg[0];
+    vg.erase(vg.begin());
+    auto grads = per_argument(vg, args...);
     if constexpr (P == Pick::First) {
-      return std::make_pair(lin.outputs[0], std::get<0>(grads));
+      return std::make_pair(value, std::get<0>(grads));
     } else if constexpr (P == Pick::Index) {
       using T = std::tuple_element_t<0, std::tuple<Args...>>;
       static_assert((std::is_same_v<T, Args> && ...),
@@ -96,9 +108,9 @@ struct ValueAndGrad {
       T g{};
       size_t i = 0;
       std::apply([&](const auto&... c) { ((g = i++ == size_t(argnums[0]) ? c : g), ...); }, grads);
-      return std::make_pair(lin.outputs[0], g);
+      return std::make_pair(value, g);
     } else {
-      return std::make_pair(lin.outputs[0], grads);
+      return std::make_pair(value, grads);
     }
   }
 };
@@ -178,38 +190,33 @@ auto jvp(F f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tan
 
 namespace detail {
 
-/// Jacobian of a Tensor -> Tensor function of argument `argnum` (the others held fixed):
-/// shape output.shape + argument.shape. Reverse mode maps vjp over the rows of the identity,
-/// forward mode maps jvp over its columns; both are one vmap, not a loop.
-/// `cache` keeps the batched graphs across calls of one jacrev/jacfwd object.
-Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf,
-                    const VmapCache& cache);
-Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                    const VmapCache& cache);
+/// Jacobian of a graph with one float output with respect to input `leaf` (the others held
+/// fixed): shape output.shape + input.shape. Reverse mode maps vjp over the rows of the identity,
+/// forward mode maps jvp over its columns; both are one vmap, not a loop. `cache` keeps the
+/// batched graphs across calls of one jacrev/jacfwd object; under an enclosing trace the
+/// Jacobian is recorded as one call of a body cached in `calls`.
+Tensor jacobian_graph(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
+                      const VmapCache& cache, const CallCache& calls);
 
 template <bool Reverse, class F>
 struct Jacobian {
   F f;
   int argnum;
   VmapCache cache;
+  CallCache calls{};
   template <class... Args>
   Tensor operator()(const Args&... args) const {
     static_assert((std::is_same_v<Args, Tensor> && ...),
                   "lanes: jacrev/jacfwd/hessian take Tensor arguments");
-    const std::vector<Tensor> leaves{args...};
-    check(argnum >= 0 && argnum < int(leaves.size()), Reverse ? "jacrev" : "jacfwd", ": argnum ",
-          argnum, " out of range for ", leaves.size(), " arguments");
-    if constexpr (Reverse) {
-      auto [out, lin] = linearize_call(f, {argnum}, args...);
-      static_assert(std::is_same_v<decltype(out), Tensor>, "lanes: jacrev needs a Tensor output");
-      return jacobian_rev(lin, {leaves[argnum].shape(), leaves[argnum].dtype()}, argnum, cache);
-    } else {
-      Tensor out;
-      const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
-      std::vector<Tensor> inputs = leaves;
-      inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
-      return jacobian_fwd(g, inputs, argnum, cache);
-    }
+    static_assert(std::is_same_v<std::invoke_result_t<const F&, const Args&...>, Tensor>,
+                  "lanes: jacrev/jacfwd need a function with one Tensor output");
+    std::vector<Tensor> inputs{args...};
+    check(argnum >= 0 && argnum < int(inputs.size()), Reverse ? "jacrev" : "jacfwd", ": argnum ",
+          argnum, " out of range for ", inputs.size(), " arguments");
+    Tensor out;
+    const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
+    inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
+    return jacobian_graph(Reverse, g, inputs, argnum, cache, calls);
   }
 };
 

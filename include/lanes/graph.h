@@ -10,8 +10,10 @@
 //     std::cout << g;   // { lambda a:f32[3]. let b:f32[3] = exp a; ... in (c) }
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <memory>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -55,6 +57,32 @@ class TraceState;
 /// holds, without running the shape rule again (replaying a traced graph: a gradient's forward
 /// pass, a jvp, an inlined graph). Otherwise it is bound as usual.
 std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tensor>& args);
+
+/// A transform applied under an enclosing trace (grad or jacrev inside vmap) records its result
+/// as one `call` node whose body, the transform of f's traced graph g, is built once and kept
+/// here, keyed by g and `tag` (src/ir/call.cpp). Otherwise the transform would rebuild that body
+/// from f's graph with its rules on every call of the enclosing vmap, and the vmap cache would
+/// key the whole of it: for per-example gradients of an LSTM that was a third of the call. The
+/// enclosing vmap's key then holds one node, whose params name the body. Copies share the cache;
+/// it holds at most 8 bodies.
+class CallCache {
+ public:
+  /// What the transform computes from g on its inputs (g's explicit inputs then its captured).
+  using Body = std::function<std::vector<Tensor>(const Graph& g, const std::vector<Tensor>&)>;
+  CallCache();
+  /// body(g, inputs), some inputs traced, recorded as a call of the cached body.
+  std::vector<Tensor> call(const Graph& g, const std::vector<Tensor>& inputs, std::string_view tag,
+                           const Body& body) const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+/// Whether g has call nodes, and g with each replaced by its body's nodes (g itself when it has
+/// none). Transforms and passes work on flat graphs.
+bool has_calls(const Graph& g);
+Graph inline_calls(Graph g);
 
 /// Records the ops run while it lives (RAII; traces nest).
 class TraceScope {
@@ -109,7 +137,8 @@ template <class F>
 auto make_graph(F f) {
   return [f](const auto&... args) {
     using Out = std::invoke_result_t<const F&, decltype(args)...>;
-    return detail::trace<F>(f, static_cast<Out*>(nullptr), detail::leaf_types(args...), args...);
+    return detail::inline_calls(
+        detail::trace<F>(f, static_cast<Out*>(nullptr), detail::leaf_types(args...), args...));
   };
 }
 

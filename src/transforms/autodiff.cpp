@@ -78,20 +78,11 @@ std::vector<bool> selected_leaves(const std::vector<int>& argnums,
   return selected;
 }
 
-void check_scalar_output(const std::vector<Tensor>& outputs, const char* transform) {
-  check(outputs.size() == 1, transform, ": the function must return one scalar, it returned ",
-        outputs.size(), " tensors");
-  const Tensor& y = outputs[0];
-  check(y.ndim() == 0 && is_floating(y.dtype()), transform,
-        ": the function must return a 0-d float tensor (a scalar loss), it returned shape ",
-        fmt(y.shape()), " ", dtype_name(y.dtype()), "; use vjp or jacrev for other outputs");
-}
-
 Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
                      const std::vector<bool>& wrt) {
   check(inputs.size() == graph_in.inputs.size() && wrt.size() == inputs.size(),
         "vjp: the graph takes ", graph_in.inputs.size(), " inputs, got ", inputs.size());
-  auto graph = std::make_shared<const Graph>(std::move(graph_in));
+  auto graph = std::make_shared<const Graph>(inline_calls(std::move(graph_in)));
   const Graph& g = *graph;
   auto env = std::make_shared<std::vector<Tensor>>(g.types.size());
   auto active = std::make_shared<std::vector<bool>>(g.types.size(), false);
@@ -166,6 +157,7 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
 std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
                                                               const std::vector<Tensor>& inputs,
                                                               const std::vector<Tensor>& tangents) {
+  if (has_calls(g)) return jvp_graph(inline_calls(g), inputs, tangents);
   check(inputs.size() == g.inputs.size() && tangents.size() == inputs.size(),
         "jvp: the graph takes ", g.inputs.size(), " inputs, got ", inputs.size());
   std::vector<Tensor> env(g.types.size()), tan(g.types.size());
@@ -233,8 +225,6 @@ Tensor identity_basis(int64_t n, DType dtype, const Shape& shape) {
   return reshape(kept.front(), basis_shape);
 }
 
-}  // namespace
-
 Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf,
                     const VmapCache& cache) {
   check(lin.outputs.size() == 1 && is_floating(lin.outputs[0].dtype()),
@@ -273,6 +263,66 @@ Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t le
   Shape shape = y.shape;
   shape.insert(shape.end(), x.shape().begin(), x.shape().end());
   return reshape(cols, shape);
+}
+
+Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
+                   const VmapCache& cache) {
+  if (!reverse) return jacobian_fwd(g, inputs, leaf, cache);
+  std::vector<bool> wrt(inputs.size(), false);
+  wrt[leaf] = true;
+  return jacobian_rev(vjp_graph(g, inputs, wrt), g.types[g.inputs[leaf]], leaf, cache);
+}
+
+void check_scalar_output(const Graph& g, const char* transform) {
+  check(g.outputs.size() == 1, transform, ": the function must return one scalar, it returned ",
+        g.outputs.size(), " tensors");
+  const TensorType& y = g.types[g.outputs[0]];
+  check(y.shape.empty() && is_floating(y.dtype), transform,
+        ": the function must return a 0-d float tensor (a scalar loss), it returned shape ",
+        fmt(y.shape), " ", dtype_name(y.dtype), "; use vjp or jacrev for other outputs");
+}
+
+// The output of g and the cotangents of its inputs for a cotangent of one on the output.
+std::vector<Tensor> value_and_cotangents(Graph g, const std::vector<Tensor>& inputs,
+                                         const std::vector<bool>& wrt) {
+  const Linearized lin = vjp_graph(std::move(g), inputs, wrt);
+  std::vector<Tensor> out{lin.outputs[0]};
+  for (Tensor& ct : lin.backward({ones_like(lin.outputs[0])})) out.push_back(std::move(ct));
+  return out;
+}
+
+}  // namespace
+
+std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
+                                         const std::vector<bool>& wrt, const CallCache& calls) {
+  check_scalar_output(g, "grad");
+  if (!any_traced(inputs)) return value_and_cotangents(std::move(g), inputs, wrt);
+  // The call's body returns the value and the cotangents of the differentiated inputs only.
+  std::string tag = "grad:";
+  for (bool w : wrt) tag += w ? '1' : '0';
+  const std::vector<Tensor> outs =
+      calls.call(g, inputs, tag, [&wrt](const Graph& body_g, const std::vector<Tensor>& args) {
+        const std::vector<Tensor> all = value_and_cotangents(body_g, args, wrt);
+        std::vector<Tensor> kept{all[0]};
+        for (size_t i = 0; i < wrt.size(); ++i)
+          if (wrt[i]) kept.push_back(all[i + 1]);
+        return kept;
+      });
+  std::vector<Tensor> result(inputs.size() + 1);
+  result[0] = outs[0];
+  for (size_t i = 0, k = 1; i < wrt.size(); ++i)
+    if (wrt[i]) result[i + 1] = outs[k++];
+  return result;
+}
+
+Tensor jacobian_graph(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
+                      const VmapCache& cache, const CallCache& calls) {
+  if (!any_traced(inputs)) return jacobian_of(reverse, g, inputs, leaf, cache);
+  const std::string tag = (reverse ? "jacrev:" : "jacfwd:") + std::to_string(leaf);
+  auto body = [&](const Graph& body_g, const std::vector<Tensor>& args) {
+    return std::vector<Tensor>{jacobian_of(reverse, body_g, args, leaf, cache)};
+  };
+  return calls.call(g, inputs, tag, body)[0];
 }
 
 }  // namespace detail

@@ -169,6 +169,7 @@ std::vector<bool> live_nodes(const Graph& g) {
 std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
                              const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                              const VmapOptions& options) {
+  if (has_calls(g)) return run_vmap(inline_calls(g), leaves, plan, out_axes, options);
   OptionsScope scope(options);
   VmapRecord record(g, plan.size);
   std::vector<Batched> env(g.types.size());

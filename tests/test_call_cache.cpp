@@ -1,0 +1,177 @@
+// Transforms under an enclosing trace (grad or jacrev inside vmap) record one call node whose
+// body is cached by the traced graph of f: the body must be reused when f is the same function,
+// rebuilt when what f captures changes, and inlined by every transform and pass that meets it.
+// References are closed-form derivatives of f(x) = sum(tanh(W x) * s) in float64 loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "lanes/lanes.h"
+
+using namespace lanes;
+
+namespace {
+Tensor randn(const Shape& shape, uint64_t seed) { return random::normal(random::key(seed), shape); }
+
+constexpr int64_t kN = 5;
+
+// f(x) = sum_i s tanh(z_i), z = W x; grad_j = sum_i s (1 - t_i^2) W_ij;
+// hessian_jk = sum_i s (-2 t_i (1 - t_i^2)) W_ij W_ik.
+struct Reference {
+  std::vector<double> w;
+  double s;
+  std::vector<double> tanh_z(const std::vector<double>& x) const {
+    std::vector<double> t(kN);
+    for (int64_t i = 0; i < kN; ++i) {
+      double z = 0;
+      for (int64_t j = 0; j < kN; ++j) z += w[i * kN + j] * x[j];
+      t[i] = std::tanh(z);
+    }
+    return t;
+  }
+  std::vector<double> grad(const std::vector<double>& x) const {
+    const auto t = tanh_z(x);
+    std::vector<double> g(kN, 0.0);
+    for (int64_t i = 0; i < kN; ++i)
+      for (int64_t j = 0; j < kN; ++j) g[j] += s * (1 - t[i] * t[i]) * w[i * kN + j];
+    return g;
+  }
+  std::vector<double> hessian(const std::vector<double>& x) const {
+    const auto t = tanh_z(x);
+    std::vector<double> h(kN * kN, 0.0);
+    for (int64_t i = 0; i < kN; ++i)
+      for (int64_t j = 0; j < kN; ++j)
+        for (int64_t k = 0; k < kN; ++k)
+          h[j * kN + k] += s * -2 * t[i] * (1 - t[i] * t[i]) * w[i * kN + j] * w[i * kN + k];
+    return h;
+  }
+};
+
+// The reference applied to each row of xs (kN wide), concatenated.
+template <class R>
+std::vector<double> per_row(const Tensor& xs, R rule) {
+  const auto all = xs.to_vector<double>();
+  std::vector<double> out;
+  for (size_t r = 0; r < all.size() / kN; ++r) {
+    const auto v = rule(std::vector<double>(all.begin() + r * kN, all.begin() + (r + 1) * kN));
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i])));
+}
+
+// What grad(f) records when called on a traced input.
+template <class G>
+Graph traced_call(const G& g) {
+  detail::TraceScope scope;
+  const Tensor x = scope.input({{kN}, kFloat32});
+  return scope.finish({g(x)});
+}
+}  // namespace
+
+TEST(CallCache, GradUnderATraceIsOneCallOfACachedBody) {
+  Tensor w = randn({kN, kN}, 1);
+  double s = 1.5;
+  auto f = [&](const Tensor& x) { return sum(tanh(matmul(w, x)) * s); };
+  auto g = grad(f);
+  const Graph first = traced_call(g);
+  ASSERT_EQ(first.nodes.size(), 1u);
+  EXPECT_EQ(first.nodes[0].prim->name(), "call");
+  EXPECT_EQ(first.nodes[0].prim->params(), traced_call(g).nodes[0].prim->params());  // reused
+  const Tensor x = randn({kN}, 2);
+  expect_near(eval_graph(first, {x})[0].to_vector<double>(),
+              Reference{w.to_vector<double>(), s}.grad(x.to_vector<double>()));
+  // Another captured scalar (keyed by value) or weight (by address): another body.
+  s = 0.5;
+  const Graph scaled = traced_call(g);
+  EXPECT_NE(scaled.nodes[0].prim->params(), first.nodes[0].prim->params());
+  w = randn({kN, kN}, 3);
+  const Graph reweighted = traced_call(g);
+  EXPECT_NE(reweighted.nodes[0].prim->params(), scaled.nodes[0].prim->params());
+  expect_near(eval_graph(reweighted, {x})[0].to_vector<double>(),
+              Reference{w.to_vector<double>(), s}.grad(x.to_vector<double>()));
+  // make_graph shows the operations, not the call.
+  std::ostringstream printed;
+  printed << make_graph([&](const Tensor& v) { return g(v) * 2.0; })(x);
+  EXPECT_EQ(printed.str().find("call"), std::string::npos) << printed.str();
+  EXPECT_NE(printed.str().find("tanh"), std::string::npos) << printed.str();
+}
+
+TEST(CallCache, PerExampleGradientsFollowNewCaptures) {
+  Tensor w = randn({kN, kN}, 10);
+  double s = 1.0;
+  auto f = [&](const Tensor& x) { return sum(tanh(matmul(w, x)) * s); };
+  auto batched = vmap(grad(f));
+  const Tensor xs = randn({7, kN}, 11);
+  for (int call = 0; call < 8; ++call) {
+    if (call == 3) s = -2.0;
+    if (call == 5) w = randn({kN, kN}, 12);
+    const Reference ref{w.to_vector<double>(), s};
+    expect_near(batched(xs).to_vector<double>(),
+                per_row(xs, [&](const std::vector<double>& x) { return ref.grad(x); }));
+  }
+  // grad with respect to one of several arguments, the others mapped or shared.
+  auto loss = [&](const Tensor& v, const Tensor& x) { return sum(tanh(matmul(w, x + v)) * s); };
+  const Tensor v = randn({kN}, 13);
+  auto by_x = vmap(grad(loss, 1), in_axes(none, 0));
+  const Reference ref{w.to_vector<double>(), s};
+  const Tensor shifted = xs + v;
+  for (int call = 0; call < 3; ++call)
+    expect_near(by_x(v, xs).to_vector<double>(),
+                per_row(shifted, [&](const std::vector<double>& x) { return ref.grad(x); }));
+}
+
+TEST(CallCache, NestedTransformsInlineTheirCalls) {
+  const Tensor w = randn({kN, kN}, 20);
+  const double s = 0.75;
+  auto f = [&](const Tensor& x) { return sum(tanh(matmul(w, x)) * s); };
+  const Reference ref{w.to_vector<double>(), s};
+  const Tensor xs = randn({4, kN}, 21);
+  auto hessians = [&](const std::vector<double>& x) { return ref.hessian(x); };
+  // jacrev inside jacfwd inside vmap: calls nested in the bodies of calls.
+  auto per_example_hessian = vmap(hessian(f));
+  for (int call = 0; call < 3; ++call)
+    expect_near(per_example_hessian(xs).to_vector<double>(), per_row(xs, hessians));
+  // The passes of compile inline the call before they optimize.
+  auto compiled = compile(vmap(grad(f)));
+  for (int call = 0; call < 2; ++call)
+    expect_near(compiled(xs).to_vector<double>(),
+                per_row(xs, [&](const std::vector<double>& x) { return ref.grad(x); }));
+  // Reverse mode through a call: d/dx sum(grad f(x)) is the row sums of the Hessian.
+  auto sum_of_grads = [&](const Tensor& x) { return sum(grad(f)(x)); };
+  const Tensor x = randn({kN}, 22);
+  const auto h = ref.hessian(x.to_vector<double>());
+  std::vector<double> want(kN, 0.0);
+  for (int64_t j = 0; j < kN; ++j)
+    for (int64_t k = 0; k < kN; ++k) want[k] += h[j * kN + k];
+  for (int call = 0; call < 2; ++call) expect_near(grad(sum_of_grads)(x).to_vector<double>(), want);
+  // Forward mode through one: the Hessian-vector product.
+  const Tensor d = randn({kN}, 23);
+  const auto dv = d.to_vector<double>();
+  std::vector<double> hvp(kN, 0.0);
+  for (int64_t j = 0; j < kN; ++j)
+    for (int64_t k = 0; k < kN; ++k) hvp[j] += h[j * kN + k] * dv[k];
+  for (int call = 0; call < 2; ++call)
+    expect_near(jvp(grad(f), std::tuple{x}, std::tuple{d}).second.to_vector<double>(), hvp);
+}
+
+TEST(CallCache, ErrorsNameTheTransform) {
+  const Tensor xs = randn({3, kN}, 30);
+  auto vector_valued = vmap(grad([](const Tensor& x) { return tanh(x); }));
+  try {
+    vector_valued(xs);
+    FAIL() << "expected lanes::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("grad: the function must return a 0-d float tensor"),
+              std::string::npos)
+        << e.what();
+  }
+  auto integer_valued = vmap(jacrev([](const Tensor& x) { return cast(x, kInt32); }));
+  EXPECT_THROW(integer_valued(xs), Error);
+}
