@@ -37,6 +37,14 @@ struct Reference {
       for (int64_t j = 0; j < kN; ++j) g[j] += s * (1 - t[i] * t[i]) * w[i * kN + j];
     return g;
   }
+  // Of the vector s tanh(W x): d_i / dx_j = s (1 - t_i^2) W_ij.
+  std::vector<double> jacobian(const std::vector<double>& x) const {
+    const auto t = tanh_z(x);
+    std::vector<double> jac(kN * kN);
+    for (int64_t i = 0; i < kN; ++i)
+      for (int64_t j = 0; j < kN; ++j) jac[i * kN + j] = s * (1 - t[i] * t[i]) * w[i * kN + j];
+    return jac;
+  }
   std::vector<double> hessian(const std::vector<double>& x) const {
     const auto t = tanh_z(x);
     std::vector<double> h(kN * kN, 0.0);
@@ -161,6 +169,31 @@ TEST(CallCache, NestedTransformsInlineTheirCalls) {
     expect_near(jvp(grad(f), std::tuple{x}, std::tuple{d}).second.to_vector<double>(), hvp);
 }
 
+TEST(CallCache, JacobiansFollowNewPointsAndCaptures) {
+  Tensor w = randn({kN, kN}, 40);
+  double s = 2.0;
+  auto f = [&](const Tensor& x) { return tanh(matmul(w, x)) * s; };
+  auto g = [&](const Tensor& v, const Tensor& x) { return tanh(matmul(w, x + v)) * s; };
+  auto rev = jacrev(f);
+  auto fwd = jacfwd(f);
+  auto rev_of_x = jacrev(g, 1);
+  auto per_example = vmap(jacrev(f));
+  const Tensor v = randn({kN}, 41);
+  for (int call = 0; call < 6; ++call) {
+    if (call == 4) w = randn({kN, kN}, 42);
+    if (call == 5) s = -1.0;
+    const Tensor x = randn({kN}, 43 + call % 2);  // points alternate: each is keyed by value
+    const Reference ref{w.to_vector<double>(), s};
+    const auto want = ref.jacobian(x.to_vector<double>());
+    expect_near(rev(x).to_vector<double>(), want);
+    expect_near(fwd(x).to_vector<double>(), want);
+    expect_near(rev_of_x(v, x - v).to_vector<double>(), want);
+    const Tensor xs = randn({3, kN}, 50 + call);
+    expect_near(per_example(xs).to_vector<double>(),
+                per_row(xs, [&](const std::vector<double>& p) { return ref.jacobian(p); }));
+  }
+}
+
 TEST(CallCache, ErrorsNameTheTransform) {
   const Tensor xs = randn({3, kN}, 30);
   auto vector_valued = vmap(grad([](const Tensor& x) { return tanh(x); }));
@@ -172,6 +205,18 @@ TEST(CallCache, ErrorsNameTheTransform) {
               std::string::npos)
         << e.what();
   }
-  auto integer_valued = vmap(jacrev([](const Tensor& x) { return cast(x, kInt32); }));
-  EXPECT_THROW(integer_valued(xs), Error);
+  auto expect_error = [](auto f, const std::string& what) {
+    try {
+      f();
+      FAIL() << "expected lanes::Error: " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  auto to_int = [](const Tensor& x) { return cast(x, kInt32); };
+  expect_error([&] { vmap(jacrev(to_int))(xs); }, "jacrev: the function must return one float");
+  expect_error([&] { jacfwd(to_int)(randn({kN}, 31)); }, "jacfwd: the function must return one");
+  expect_error(
+      [&] { jacfwd([](const Tensor& x) { return cast(x, kFloat32); })(ones({3}, kInt32)); },
+      "jacfwd: the argument must be a float tensor");
 }

@@ -67,10 +67,11 @@ std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tens
 /// it holds at most 8 bodies.
 class CallCache {
  public:
-  /// What the transform computes from g on its inputs (g's explicit inputs then its captured).
+  /// What the transform computes from g on its inputs (g's inputs, then any the transform adds).
   using Body = std::function<std::vector<Tensor>(const Graph& g, const std::vector<Tensor>&)>;
   CallCache();
-  /// body(g, inputs), some inputs traced, recorded as a call of the cached body.
+  /// body(g, inputs), some inputs traced, recorded as a call of the body cached for g, `tag` and
+  /// the inputs' types.
   std::vector<Tensor> call(const Graph& g, const std::vector<Tensor>& inputs, std::string_view tag,
                            const Body& body) const;
 

@@ -336,6 +336,7 @@ std::vector<size_t> contracting_order(
     const std::function<int64_t(const std::vector<size_t>&)>& copies) {
   std::vector<size_t> given(lc.size());
   std::iota(given.begin(), given.end(), 0);
+  if (given.size() < 2) return given;  // one order only
   std::vector<size_t> best = given;
   int64_t best_cost = copies(given);
   for (int side = 0; side < 2 && best_cost > 0; ++side) {

@@ -225,52 +225,45 @@ Tensor identity_basis(int64_t n, DType dtype, const Shape& shape) {
   return reshape(kept.front(), basis_shape);
 }
 
-Tensor jacobian_rev(const Linearized& lin, const TensorType& arg, size_t leaf,
-                    const VmapCache& cache) {
-  check(lin.outputs.size() == 1 && is_floating(lin.outputs[0].dtype()),
-        "jacrev: the function must return one float tensor");
-  const Tensor& y = lin.outputs[0];
-  const int64_t n = y.numel();
-  const Tensor basis = identity_basis(n, y.dtype(), y.shape());
-  VmapOptions options;
-  options.axis_size = n;
-  const Tensor rows = Vmapped([&](const Tensor& ct) { return lin.backward({ct})[leaf]; }, 0, 0,
-                              options, cache)(basis);
-  Shape shape = y.shape();
-  shape.insert(shape.end(), arg.shape.begin(), arg.shape.end());
-  return reshape(rows, shape);
-}
-
-Tensor jacobian_fwd(const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                    const VmapCache& cache) {
+// The Jacobian of g's one float output with respect to input `leaf`: one vmap over the rows
+// (reverse mode: vjps of the output's basis) or the columns (forward mode: jvps of the input's
+// basis) of the identity. The vmap traces one call whose body is cached for g, so its own cache
+// keys one node rather than the derivative of every node of f.
+Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
+                   const VmapCache& cache, const CallCache& calls) {
+  const char* name = reverse ? "jacrev" : "jacfwd";
+  check(g.outputs.size() == 1 && is_floating(g.types[g.outputs[0]].dtype), name,
+        ": the function must return one float tensor");
+  const TensorType y = g.types[g.outputs[0]];
   const Tensor& x = inputs[leaf];
-  check(is_floating(x.dtype()), "jacfwd: the argument must be a float tensor, got ",
+  check(reverse || is_floating(x.dtype()), name, ": the argument must be a float tensor, got ",
         dtype_name(x.dtype()));
-  const int64_t m = x.numel();
-  const Tensor basis = identity_basis(m, x.dtype(), x.shape());
-  const TensorType y = g.types[g.outputs.at(0)];
-  check(g.outputs.size() == 1 && is_floating(y.dtype),
-        "jacfwd: the function must return one float tensor");
+  const TensorType mapped = reverse ? y : TensorType{x.shape(), x.dtype()};
   VmapOptions options;
-  options.axis_size = m;
-  const Tensor cols = Vmapped(
-      [&](const Tensor& t) {
-        std::vector<Tensor> tangents(inputs.size());
-        tangents[leaf] = t;
-        return jvp_graph(g, inputs, tangents).second[0];
-      },
-      0, -1, options, cache)(basis);
+  options.axis_size = shape_numel(mapped.shape);
+  // The body's inputs are g's, then the row or column of the identity.
+  auto slice = [leaf, reverse](const Graph& body_g, const std::vector<Tensor>& args) {
+    const std::vector<Tensor> primals(args.begin(), args.end() - 1);
+    if (reverse) {
+      std::vector<bool> wrt(primals.size(), false);
+      wrt[leaf] = true;
+      return std::vector<Tensor>{vjp_graph(body_g, primals, wrt).backward({args.back()})[leaf]};
+    }
+    std::vector<Tensor> tangents(primals.size());
+    tangents[leaf] = args.back();
+    return std::vector<Tensor>{jvp_graph(body_g, primals, tangents).second[0]};
+  };
+  const std::string tag = (reverse ? "vjp:" : "jvp:") + std::to_string(leaf);
+  auto one = [&](const Tensor& e) {
+    std::vector<Tensor> args = inputs;
+    args.push_back(e);
+    return calls.call(g, args, tag, slice)[0];
+  };
+  const Tensor basis = identity_basis(*options.axis_size, mapped.dtype, mapped.shape);
+  const Tensor slices = Vmapped(one, 0, reverse ? 0 : -1, options, cache)(basis);
   Shape shape = y.shape;
   shape.insert(shape.end(), x.shape().begin(), x.shape().end());
-  return reshape(cols, shape);
-}
-
-Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                   const VmapCache& cache) {
-  if (!reverse) return jacobian_fwd(g, inputs, leaf, cache);
-  std::vector<bool> wrt(inputs.size(), false);
-  wrt[leaf] = true;
-  return jacobian_rev(vjp_graph(g, inputs, wrt), g.types[g.inputs[leaf]], leaf, cache);
+  return reshape(slices, shape);
 }
 
 void check_scalar_output(const Graph& g, const char* transform) {
@@ -317,10 +310,10 @@ std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inp
 
 Tensor jacobian_graph(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
                       const VmapCache& cache, const CallCache& calls) {
-  if (!any_traced(inputs)) return jacobian_of(reverse, g, inputs, leaf, cache);
+  if (!any_traced(inputs)) return jacobian_of(reverse, g, inputs, leaf, cache, calls);
   const std::string tag = (reverse ? "jacrev:" : "jacfwd:") + std::to_string(leaf);
   auto body = [&](const Graph& body_g, const std::vector<Tensor>& args) {
-    return std::vector<Tensor>{jacobian_of(reverse, body_g, args, leaf, cache)};
+    return std::vector<Tensor>{jacobian_of(reverse, body_g, args, leaf, cache, calls)};
   };
   return calls.call(g, inputs, tag, body)[0];
 }
