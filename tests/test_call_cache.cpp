@@ -194,6 +194,23 @@ TEST(CallCache, JacobiansFollowNewPointsAndCaptures) {
   }
 }
 
+TEST(CallCache, JacobiansAtNewPointsReuseTheirBatchedGraph) {
+  const Tensor w = randn({kN, kN}, 60);
+  auto f = [&](const Tensor& x) { return tanh(matmul(w, x)) * 0.5; };
+  const Reference ref{w.to_vector<double>(), 0.5};
+  auto rev = jacrev(f);
+  auto fwd = jacfwd(f);
+  for (int call = 0; call < 5; ++call) {
+    const Tensor x = randn({kN}, 61 + call);  // a new point every call
+    const auto want = ref.jacobian(x.to_vector<double>());
+    expect_near(rev(x).to_vector<double>(), want);
+    expect_near(fwd(x).to_vector<double>(), want);
+  }
+  // The point is an argument of the batched graph, not a constant of it: one graph each.
+  EXPECT_EQ(rev.cache.size(), 1u);
+  EXPECT_EQ(fwd.cache.size(), 1u);
+}
+
 TEST(CallCache, ErrorsNameTheTransform) {
   const Tensor xs = randn({3, kN}, 30);
   auto vector_valued = vmap(grad([](const Tensor& x) { return tanh(x); }));

@@ -64,7 +64,7 @@ std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tens
 /// from f's graph with its rules on every call of the enclosing vmap, and the vmap cache would
 /// key the whole of it: for per-example gradients of an LSTM that was a third of the call. The
 /// enclosing vmap's key then holds one node, whose params name the body. Copies share the cache;
-/// it holds at most 8 bodies.
+/// it holds at most 8 bodies, and with them the tensors f captured when each was built.
 class CallCache {
  public:
   /// What the transform computes from g on its inputs (g's inputs, then any the transform adds).

@@ -254,13 +254,16 @@ Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inpu
     return std::vector<Tensor>{jvp_graph(body_g, primals, tangents).second[0]};
   };
   const std::string tag = (reverse ? "vjp:" : "jvp:") + std::to_string(leaf);
-  auto one = [&](const Tensor& e) {
-    std::vector<Tensor> args = inputs;
+  // The inputs go in as unmapped arguments, not captures, so that the vmap cache keys their
+  // types only: a Jacobian at a new point hits.
+  auto one = [&](const std::vector<Tensor>& primals, const Tensor& e) {
+    std::vector<Tensor> args = primals;
     args.push_back(e);
     return calls.call(g, args, tag, slice)[0];
   };
   const Tensor basis = identity_basis(*options.axis_size, mapped.dtype, mapped.shape);
-  const Tensor slices = Vmapped(one, 0, reverse ? 0 : -1, options, cache)(basis);
+  const Tensor slices =
+      Vmapped(one, in_axes(none, 0), reverse ? 0 : -1, options, cache)(inputs, basis);
   Shape shape = y.shape;
   shape.insert(shape.end(), x.shape().begin(), x.shape().end());
   return reshape(slices, shape);
