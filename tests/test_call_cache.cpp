@@ -83,32 +83,81 @@ Graph traced_call(const G& g) {
 }
 }  // namespace
 
-TEST(CallCache, GradUnderATraceIsOneCallOfACachedBody) {
-  Tensor w = randn({kN, kN}, 1);
+bool is_one_call(const Graph& g) {
+  return g.nodes.size() == 1 && g.nodes[0].prim->name() == "call";
+}
+
+TEST(CallCache, GradUnderATraceBecomesOneCallOfASharedBody) {
+  const Tensor w = randn({kN, kN}, 1);
   double s = 1.5;
   auto f = [&](const Tensor& x) { return sum(tanh(matmul(w, x)) * s); };
-  auto g = grad(f);
-  const Graph first = traced_call(g);
-  ASSERT_EQ(first.nodes.size(), 1u);
-  EXPECT_EQ(first.nodes[0].prim->name(), "call");
-  EXPECT_EQ(first.nodes[0].prim->params(), traced_call(g).nodes[0].prim->params());  // reused
   const Tensor x = randn({kN}, 2);
-  expect_near(eval_graph(first, {x})[0].to_vector<double>(),
-              Reference{w.to_vector<double>(), s}.grad(x.to_vector<double>()));
-  // Another captured scalar (keyed by value) or weight (by address): another body.
+  // The first sighting records the derivative in place; the second builds the body, which a
+  // grad of an equal function then shares, whichever object it is.
+  const Graph first = traced_call(grad(f));
+  EXPECT_FALSE(is_one_call(first));
+  const Graph second = traced_call(grad(f));
+  ASSERT_TRUE(is_one_call(second));
+  const Graph third = traced_call(grad(f));
+  ASSERT_TRUE(is_one_call(third));
+  EXPECT_EQ(second.nodes[0].prim->params(), third.nodes[0].prim->params());
+  const auto want = Reference{w.to_vector<double>(), s}.grad(x.to_vector<double>());
+  expect_near(eval_graph(first, {x})[0].to_vector<double>(), want);
+  expect_near(eval_graph(second, {x})[0].to_vector<double>(), want);
+  // Another captured scalar (keyed by value): another key, so in place again, then a new body.
   s = 0.5;
-  const Graph scaled = traced_call(g);
-  EXPECT_NE(scaled.nodes[0].prim->params(), first.nodes[0].prim->params());
-  w = randn({kN, kN}, 3);
-  const Graph reweighted = traced_call(g);
-  EXPECT_NE(reweighted.nodes[0].prim->params(), scaled.nodes[0].prim->params());
-  expect_near(eval_graph(reweighted, {x})[0].to_vector<double>(),
+  EXPECT_FALSE(is_one_call(traced_call(grad(f))));
+  const Graph scaled = traced_call(grad(f));
+  ASSERT_TRUE(is_one_call(scaled));
+  EXPECT_NE(scaled.nodes[0].prim->params(), second.nodes[0].prim->params());
+  expect_near(eval_graph(scaled, {x})[0].to_vector<double>(),
               Reference{w.to_vector<double>(), s}.grad(x.to_vector<double>()));
   // make_graph shows the operations, not the call.
   std::ostringstream printed;
-  printed << make_graph([&](const Tensor& v) { return g(v) * 2.0; })(x);
+  printed << make_graph([&](const Tensor& v) { return grad(f)(v) * 2.0; })(x);
   EXPECT_EQ(printed.str().find("call"), std::string::npos) << printed.str();
   EXPECT_NE(printed.str().find("tanh"), std::string::npos) << printed.str();
+}
+
+TEST(CallCache, TransformsBuiltInsideTheMappedFunctionHitTheVmapCache) {
+  const Tensor w = randn({kN, kN}, 80);
+  auto f = [&](const Tensor& x) { return sum(tanh(matmul(w, x)) * 3.0); };
+  const Reference ref{w.to_vector<double>(), 3.0};
+  const Tensor xs = randn({6, kN}, 81);
+  const auto want = per_row(xs, [&](const std::vector<double>& x) { return ref.grad(x); });
+  auto inside = vmap([&](const Tensor& x) { return grad(f)(x); });  // a new grad every trace
+  auto held = vmap(grad(f));
+  for (int call = 0; call < 5; ++call) {
+    expect_near(inside(xs).to_vector<double>(), want);
+    expect_near(held(xs).to_vector<double>(), want);
+  }
+  EXPECT_EQ(inside.cache_size(), 1u);
+  EXPECT_EQ(held.cache_size(), 1u);
+}
+
+TEST(CallCache, LargeCapturesAreKeyedByAddressAndPinned) {
+  // A capture over 64 KiB is keyed by its storage's address, which a body pins: a tensor made
+  // anew every call never matches an old body, even where the allocator hands an address out
+  // again, and nothing old is kept alive (a key is built into a body only when seen twice).
+  const Tensor w = randn({kN, kN}, 70);
+  Tensor big = randn({kN, 4096}, 71);  // 80 KiB, used with the traced x: a constant of f's graph
+  auto f = [&](const Tensor& x) { return sum(tanh(matmul(w, x))) + sum(matmul(x, big)); };
+  auto batched = vmap(grad(f));
+  const Tensor xs = randn({3, kN}, 72);
+  const Reference ref{w.to_vector<double>(), 1.0};
+  for (int call = 0; call < 12; ++call) {
+    if (call >= 4) big = randn({kN, 4096}, 73 + call);  // anew every call from the fifth on
+    // d/dx_j of sum(x @ big) is the sum of row j of big.
+    const auto b = big.to_vector<double>();
+    auto with_rows = [&](const std::vector<double>& x) {
+      auto g = ref.grad(x);
+      for (int64_t j = 0; j < kN; ++j)
+        for (int64_t k = 0; k < 4096; ++k) g[j] += b[j * 4096 + k];
+      return g;
+    };
+    expect_near(batched(xs).to_vector<double>(), per_row(xs, with_rows));
+  }
+  EXPECT_EQ(batched.cache_size(), 1u);  // the first four calls' graph; the others were new
 }
 
 TEST(CallCache, PerExampleGradientsFollowNewCaptures) {
@@ -182,7 +231,7 @@ TEST(CallCache, JacobiansFollowNewPointsAndCaptures) {
   for (int call = 0; call < 6; ++call) {
     if (call == 4) w = randn({kN, kN}, 42);
     if (call == 5) s = -1.0;
-    const Tensor x = randn({kN}, 43 + call % 2);  // points alternate: each is keyed by value
+    const Tensor x = randn({kN}, 43 + call % 2);
     const Reference ref{w.to_vector<double>(), s};
     const auto want = ref.jacobian(x.to_vector<double>());
     expect_near(rev(x).to_vector<double>(), want);
@@ -209,6 +258,19 @@ TEST(CallCache, JacobiansAtNewPointsReuseTheirBatchedGraph) {
   // The point is an argument of the batched graph, not a constant of it: one graph each.
   EXPECT_EQ(rev.cache.size(), 1u);
   EXPECT_EQ(fwd.cache.size(), 1u);
+}
+
+TEST(CallCache, ExplainSeesTheRulesOnEveryCall) {
+  const Tensor w = randn({kN, kN}, 90);
+  auto batched = vmap(jacrev([&](const Tensor& x) { return tanh(matmul(w, x)); }));
+  const Tensor xs = randn({4, kN}, 91);
+  const Explanation first = explain(batched, xs);    // no body built yet: the rules run
+  for (int call = 0; call < 3; ++call) batched(xs);  // now the body is cached
+  const Explanation second = explain(batched, xs);
+  EXPECT_FALSE(first.broadcasts.empty());
+  EXPECT_EQ(first.broadcasts.size(), second.broadcasts.size());
+  EXPECT_EQ(first.example.nodes.size(), second.example.nodes.size());
+  for (const Node& n : first.example.nodes) EXPECT_NE(n.prim->name(), "call");
 }
 
 TEST(CallCache, ErrorsNameTheTransform) {

@@ -53,9 +53,9 @@ std::vector<bool> selected_leaves(const std::vector<int>& argnums,
 
 /// Value and gradient of a graph with one scalar output (checked): its output, then the cotangent
 /// of each input flagged in `wrt` (undefined for the others). Under an enclosing trace it is
-/// recorded as one call of a body cached in `calls`.
+/// recorded as one call of a cached body (call_cached).
 std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
-                                         const std::vector<bool>& wrt, const CallCache& calls);
+                                         const std::vector<bool>& wrt);
 
 /// Traces f at args and linearizes it with respect to the arguments in argnums.
 template <class F, class... Args>
@@ -84,7 +84,6 @@ template <Pick P, class F>
 struct ValueAndGrad {
   F f;
   std::vector<int> argnums;
-  CallCache calls{};
 
   template <class... Args>
   auto operator()(const Args&... args) const {
@@ -95,7 +94,7 @@ struct ValueAndGrad {
     Graph g = trace<F>(f, &out, leaf_types(args...), args...);
     inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
     wrt.resize(inputs.size(), false);
-    std::vector<Tensor> vg = value_and_grad_graph(std::move(g), inputs, wrt, calls);
+    std::vector<Tensor> vg = value_and_grad_graph(std::move(g), inputs, wrt);
     const Tensor value = vg[0];
     vg.erase(vg.begin());
     auto grads = per_argument(vg, args...);
@@ -194,16 +193,15 @@ namespace detail {
 /// fixed): shape output.shape + input.shape. Reverse mode maps vjp over the rows of the identity,
 /// forward mode maps jvp over its columns; both are one vmap, not a loop. `cache` keeps the
 /// batched graphs across calls of one jacrev/jacfwd object; under an enclosing trace the
-/// Jacobian is recorded as one call of a body cached in `calls`.
+/// Jacobian is recorded as one call of a cached body (call_cached).
 Tensor jacobian_graph(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                      const VmapCache& cache, const CallCache& calls);
+                      const VmapCache& cache);
 
 template <bool Reverse, class F>
 struct Jacobian {
   F f;
   int argnum;
   VmapCache cache;
-  CallCache calls{};
   template <class... Args>
   Tensor operator()(const Args&... args) const {
     static_assert((std::is_same_v<Args, Tensor> && ...),
@@ -216,7 +214,7 @@ struct Jacobian {
     Tensor out;
     const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
     inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
-    return jacobian_graph(Reverse, g, inputs, argnum, cache, calls);
+    return jacobian_graph(Reverse, g, inputs, argnum, cache);
   }
 };
 

@@ -58,27 +58,21 @@ class TraceState;
 /// pass, a jvp, an inlined graph). Otherwise it is bound as usual.
 std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tensor>& args);
 
-/// A transform applied under an enclosing trace (grad or jacrev inside vmap) records its result
-/// as one `call` node whose body, the transform of f's traced graph g, is built once and kept
-/// here, keyed by g and `tag` (src/ir/call.cpp). Otherwise the transform would rebuild that body
-/// from f's graph with its rules on every call of the enclosing vmap, and the vmap cache would
-/// key the whole of it: for per-example gradients of an LSTM that was a third of the call. The
-/// enclosing vmap's key then holds one node, whose params name the body. Copies share the cache;
-/// it holds at most 8 bodies, and with them the tensors f captured when each was built.
-class CallCache {
- public:
-  /// What the transform computes from g on its inputs (g's inputs, then any the transform adds).
-  using Body = std::function<std::vector<Tensor>(const Graph& g, const std::vector<Tensor>&)>;
-  CallCache();
-  /// body(g, inputs), some inputs traced, recorded as a call of the body cached for g, `tag` and
-  /// the inputs' types.
-  std::vector<Tensor> call(const Graph& g, const std::vector<Tensor>& inputs, std::string_view tag,
-                           const Body& body) const;
+/// What a transform computes from f's traced graph g on its inputs (g's inputs, then any the
+/// transform adds), written with ops so that it can be traced.
+using CallBody = std::function<std::vector<Tensor>(const Graph& g, const std::vector<Tensor>&)>;
 
- private:
-  struct State;
-  std::shared_ptr<State> state_;
-};
+/// body(g, inputs) for a transform applied under an enclosing trace (grad or jacrev inside vmap;
+/// some input is traced), recorded as one `call` node whose body is the traced result
+/// (src/ir/call.cpp, like jax's closed_call). Bodies are kept process-wide, keyed by g, `tag`
+/// (what the transform is: "grad:<wrt bits>", "vjp:<leaf>", ...) and the inputs' types, so that
+/// the transform is traced once rather than on every call of the enclosing vmap, and so that
+/// equal functions get the same body whoever builds them: the enclosing vmap's cache then keys
+/// one node. Without it the LSTM's per-example gradients spent a third of each call re-deriving
+/// the backward pass. A body is built the second time its key is seen (a function capturing new
+/// tensors on every call pins none of them) and at most 16 are kept.
+std::vector<Tensor> call_cached(const Graph& g, const std::vector<Tensor>& inputs,
+                                std::string_view tag, const CallBody& body);
 
 /// Whether g has call nodes, and g with each replaced by its body's nodes (g itself when it has
 /// none). Transforms and passes work on flat graphs.

@@ -1,24 +1,30 @@
 // Call nodes: a transform's result under an enclosing trace, recorded as one node whose body is
-// a graph built once and cached (jax's closed_call; see CallCache in lanes/graph.h).
+// a graph built once and cached (jax's closed_call; see call_cached in lanes/graph.h).
 #include <atomic>
 #include <mutex>
 
 #include "ir/graph_key.h"
 #include "ir/trace.h"
+#include "transforms/explain_recorder.h"
 
 namespace lanes::detail {
 
 namespace {
 
-constexpr size_t kBodies = 8;  // bodies kept per cache
+constexpr size_t kBodies = 16;  // bodies kept
+constexpr size_t kSeen = 64;    // keys seen once, whose bodies were not built
 std::atomic<uint64_t> next_body_id{1};
 
 // Only evaluation: transforms and passes inline a call before they look at its nodes
 // (inline_calls), so no rule of theirs ever meets one.
 class Call : public Primitive {
  public:
-  Call(Graph body, uint64_t id) : body_(std::move(body)), id_(id) {}
+  Call(Graph body, uint64_t id, std::vector<Tensor> pinned)
+      : body_(std::move(body)), id_(id), pinned_(std::move(pinned)) {}
   const Graph& body() const { return body_; }
+  // The constants of the graph the body was built from, in order: the storage addresses in its
+  // key stay theirs while the body lives.
+  const std::vector<Tensor>& pinned() const { return pinned_; }
 
   std::string name() const override { return "call"; }
   // The id names the body for CSE and cache keys: ids are never reused and a body never changes.
@@ -59,6 +65,7 @@ class Call : public Primitive {
   }
   Graph body_;
   uint64_t id_;
+  std::vector<Tensor> pinned_;
 };
 
 const Call* as_call(const Node& n) { return dynamic_cast<const Call*>(n.prim.get()); }
@@ -87,11 +94,18 @@ void append_inlined(Graph& out, const Graph& g, std::vector<ValueId>& ids) {
   }
 }
 
-struct Entry {
-  std::shared_ptr<const Call> prim;
-  std::vector<TensorType> out_types;
-  std::vector<Tensor> pinned;  // g's constants: their addresses in the key stay ours
+struct Seen {};
+
+struct Registry {
+  std::mutex mutex;
+  BoundedMap<std::shared_ptr<const Call>> bodies;
+  BoundedMap<Seen> seen;
 };
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
 
 }  // namespace
 
@@ -113,31 +127,33 @@ Graph inline_calls(Graph g) {
   return out;
 }
 
-struct CallCache::State {
-  std::mutex mutex;
-  BoundedMap<std::shared_ptr<const Entry>> entries;
-};
-
-CallCache::CallCache() : state_(std::make_shared<State>()) {}
-
-std::vector<Tensor> CallCache::call(const Graph& g, const std::vector<Tensor>& inputs,
-                                    std::string_view tag, const Body& body) const {
+std::vector<Tensor> call_cached(const Graph& g, const std::vector<Tensor>& inputs,
+                                std::string_view tag, const CallBody& body) {
   TraceState* trace = owning_trace(inputs);
   check(trace != nullptr, "call: no input is traced");
+  // explain reports what the batching rules do, so it sees them run, not a cached body.
+  if (explaining()) return body(g, inputs);
   GraphKey k;
   k.add(tag);
   k.add(static_cast<int64_t>(inputs.size()));
   for (const Tensor& x : inputs) k.add({x.shape(), x.dtype()});
   k.add(g);
-  State& s = *state_;
-  std::shared_ptr<const Entry> entry;
+  Registry& r = registry();
+  std::shared_ptr<const Call> call;
+  bool first_sighting = false;
   {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (auto it = s.entries.map.find(k.key); it != s.entries.map.end()) entry = it->second;
+    std::lock_guard<std::mutex> lock(r.mutex);
+    if (auto it = r.bodies.map.find(k.key); it != r.bodies.map.end()) {
+      call = it->second;
+    } else if (!r.seen.map.count(k.key)) {
+      r.seen.add(k.key, Seen{}, kSeen);
+      first_sighting = true;
+    }
   }
-  // A hash collision on the constants' bytes: transform this graph in place, keep the entry.
-  if (entry && !same_constants(g, entry->pinned)) return body(g, inputs);
-  if (!entry) {
+  // A first sighting records the transform in place, as does a hash collision on the
+  // constants' bytes (which keeps the body it collided with).
+  if (first_sighting || (call && !same_constants(g, call->pinned()))) return body(g, inputs);
+  if (!call) {
     Graph traced;
     {
       TraceScope scope;
@@ -145,17 +161,14 @@ std::vector<Tensor> CallCache::call(const Graph& g, const std::vector<Tensor>& i
       for (const Tensor& x : inputs) args.push_back(scope.input({x.shape(), x.dtype()}));
       traced = scope.finish(body(g, args));
     }
-    // A body that reached a tracer of an enclosing trace depends on more than g: inline it.
+    // Bodies only transform g, so nothing else can reach them; a body that did reach a tracer
+    // of an enclosing trace would depend on more than its key, so it is recorded in place.
     if (!traced.captured.empty()) return body(g, inputs);
-    auto fresh = std::make_shared<Entry>();
-    fresh->prim = std::make_shared<const Call>(std::move(traced), next_body_id++);
-    fresh->out_types = fresh->prim->output_types();
-    fresh->pinned = constants_of(g);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.entries.add(k.key, fresh, kBodies);
-    entry = std::move(fresh);
+    call = std::make_shared<const Call>(std::move(traced), next_body_id++, constants_of(g));
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.bodies.add(k.key, call, kBodies);
   }
-  return trace->record(entry->prim, inputs, entry->out_types);
+  return trace->record(call, inputs, call->output_types());
 }
 
 }  // namespace lanes::detail

@@ -230,13 +230,13 @@ Tensor identity_basis(int64_t n, DType dtype, const Shape& shape) {
 // basis) of the identity. The vmap traces one call whose body is cached for g, so its own cache
 // keys one node rather than the derivative of every node of f.
 Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                   const VmapCache& cache, const CallCache& calls) {
+                   const VmapCache& cache) {
   const char* name = reverse ? "jacrev" : "jacfwd";
   check(g.outputs.size() == 1 && is_floating(g.types[g.outputs[0]].dtype), name,
         ": the function must return one float tensor");
   const TensorType y = g.types[g.outputs[0]];
   const Tensor& x = inputs[leaf];
-  check(reverse || is_floating(x.dtype()), name, ": the argument must be a float tensor, got ",
+  check(is_floating(x.dtype()), name, ": the argument must be a float tensor, got ",
         dtype_name(x.dtype()));
   const TensorType mapped = reverse ? y : TensorType{x.shape(), x.dtype()};
   VmapOptions options;
@@ -259,7 +259,7 @@ Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inpu
   auto one = [&](const std::vector<Tensor>& primals, const Tensor& e) {
     std::vector<Tensor> args = primals;
     args.push_back(e);
-    return calls.call(g, args, tag, slice)[0];
+    return call_cached(g, args, tag, slice)[0];
   };
   const Tensor basis = identity_basis(*options.axis_size, mapped.dtype, mapped.shape);
   const Tensor slices =
@@ -290,14 +290,14 @@ std::vector<Tensor> value_and_cotangents(Graph g, const std::vector<Tensor>& inp
 }  // namespace
 
 std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
-                                         const std::vector<bool>& wrt, const CallCache& calls) {
+                                         const std::vector<bool>& wrt) {
   check_scalar_output(g, "grad");
   if (!any_traced(inputs)) return value_and_cotangents(std::move(g), inputs, wrt);
   // The call's body returns the value and the cotangents of the differentiated inputs only.
   std::string tag = "grad:";
   for (bool w : wrt) tag += w ? '1' : '0';
   const std::vector<Tensor> outs =
-      calls.call(g, inputs, tag, [&wrt](const Graph& body_g, const std::vector<Tensor>& args) {
+      call_cached(g, inputs, tag, [&wrt](const Graph& body_g, const std::vector<Tensor>& args) {
         const std::vector<Tensor> all = value_and_cotangents(body_g, args, wrt);
         std::vector<Tensor> kept{all[0]};
         for (size_t i = 0; i < wrt.size(); ++i)
@@ -312,13 +312,13 @@ std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inp
 }
 
 Tensor jacobian_graph(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                      const VmapCache& cache, const CallCache& calls) {
-  if (!any_traced(inputs)) return jacobian_of(reverse, g, inputs, leaf, cache, calls);
+                      const VmapCache& cache) {
+  if (!any_traced(inputs)) return jacobian_of(reverse, g, inputs, leaf, cache);
   const std::string tag = (reverse ? "jacrev:" : "jacfwd:") + std::to_string(leaf);
   auto body = [&](const Graph& body_g, const std::vector<Tensor>& args) {
-    return std::vector<Tensor>{jacobian_of(reverse, body_g, args, leaf, cache, calls)};
+    return std::vector<Tensor>{jacobian_of(reverse, body_g, args, leaf, cache)};
   };
-  return calls.call(g, inputs, tag, body)[0];
+  return call_cached(g, inputs, tag, body)[0];
 }
 
 }  // namespace detail

@@ -27,6 +27,7 @@ ExplainScope::~ExplainScope() {
   recording = nullptr;
 }
 Explanation ExplainScope::take() { return std::move(*recording); }
+bool explaining() { return recording != nullptr; }
 
 VmapRecord::VmapRecord(const Graph& g, int64_t size) : outermost_(vmap_depth++ == 0) {
   if (recording && outermost_) {

@@ -5,6 +5,9 @@
 
 namespace lanes::detail {
 
+/// Whether an explain is recording on this thread.
+bool explaining();
+
 /// Lives for one run_vmap; reports the example graph and each value's batch dim when it is the
 /// outermost vmap under an active explain.
 class VmapRecord {
