@@ -5,7 +5,8 @@
 // cache either). But the example graph identifies the function (src/ir/graph_key.h), so with the
 // batch plan it keys the batched graph. A hit skips batching, the passes and fusion: the call
 // costs the trace plus the optimized execution. The first call with a key runs eagerly; the
-// second builds the entry.
+// second builds the entry. When f applies a transform (grad, jacrev), its body is built on the
+// second call (src/ir/call.cpp), which changes the key once: the entry comes on the third.
 #include <mutex>
 
 #include "ir/graph_key.h"
