@@ -260,6 +260,34 @@ TEST(CallCache, JacobiansAtNewPointsReuseTheirBatchedGraph) {
   EXPECT_EQ(fwd.cache.size(), 1u);
 }
 
+TEST(CallCache, PullbacksUnderVmapAreOneCall) {
+  const Tensor w = randn({kN, kN}, 100);
+  double s = 1.25;
+  auto f = [&](const Tensor& x) { return tanh(matmul(w, x)) * s; };
+  // jax's Jacobian idiom: vmap of the pullback over the rows of the identity.
+  auto row = [&](const Tensor& x, const Tensor& e) { return std::get<0>(vjp(f, x).second(e)); };
+  auto rows = vmap(row, in_axes(none, 0));
+  const Tensor x = randn({kN}, 101), eye_n = eye(kN);
+  for (int call = 0; call < 6; ++call) {
+    if (call == 3) s = -0.5;
+    expect_near(rows(x, eye_n).to_vector<double>(),
+                Reference{w.to_vector<double>(), s}.jacobian(x.to_vector<double>()));
+  }
+  // Traced: the forward pass is recorded in place, the backward pass is one call.
+  detail::TraceScope scope;
+  const Tensor tx = scope.input({{kN}, kFloat32}), te = scope.input({{kN}, kFloat32});
+  const Graph g = scope.finish({row(tx, te)});
+  int calls = 0;
+  for (const Node& n : g.nodes) calls += n.prim->name() == "call";
+  EXPECT_EQ(calls, 1) << g;
+  // A zero (undefined) cotangent has no type to key, and gives zeros.
+  auto zero_row = [&](const Tensor& v, const Tensor& e) {
+    return std::get<0>(vjp(f, v).second(Tensor())) + e;
+  };
+  const Tensor es = randn({3, kN}, 102);
+  expect_near(vmap(zero_row, in_axes(none, 0))(x, es).to_vector<double>(), es.to_vector<double>());
+}
+
 TEST(CallCache, ExplainSeesTheRulesOnEveryCall) {
   const Tensor w = randn({kN, kN}, 90);
   auto batched = vmap(jacrev([&](const Tensor& x) { return tanh(matmul(w, x)); }));

@@ -57,6 +57,11 @@ std::vector<bool> selected_leaves(const std::vector<int>& argnums,
 std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
                                          const std::vector<bool>& wrt);
 
+/// vjp_graph, except that under an enclosing trace the backward pass is recorded as one call of
+/// a cached body (call_cached), as grad's is: vmap of a pullback (jax's Jacobian idiom) then keys
+/// one node instead of the cotangent rule of every node.
+Linearized linearize(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& wrt);
+
 /// Traces f at args and linearizes it with respect to the arguments in argnums.
 template <class F, class... Args>
 std::pair<std::invoke_result_t<const F&, const Args&...>, Linearized> linearize_call(
@@ -68,7 +73,7 @@ std::pair<std::invoke_result_t<const F&, const Args&...>, Linearized> linearize_
   Graph g = trace<F>(f, &out, leaf_types(args...), args...);
   inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
   wrt.resize(inputs.size(), false);
-  return {std::move(out), vjp_graph(std::move(g), inputs, wrt)};
+  return {std::move(out), linearize(std::move(g), inputs, wrt)};
 }
 
 /// Cotangents of the argument leaves, rebuilt into one tree per argument.

@@ -289,6 +289,40 @@ std::vector<Tensor> value_and_cotangents(Graph g, const std::vector<Tensor>& inp
 
 }  // namespace
 
+Linearized linearize(Graph g_in, const std::vector<Tensor>& inputs, const std::vector<bool>& wrt) {
+  if (!any_traced(inputs)) return vjp_graph(std::move(g_in), inputs, wrt);
+  auto graph = std::make_shared<const Graph>(std::move(g_in));
+  Linearized lin;
+  lin.outputs = eval_graph(*graph, inputs);  // recorded; the body's copy of it merges by CSE
+  std::string tag = "vjp:";
+  for (bool w : wrt) tag += w ? '1' : '0';
+  lin.backward = [graph, inputs, wrt, tag](const std::vector<Tensor>& cotangents) {
+    const size_t n = inputs.size();
+    bool all_defined = true;
+    for (const Tensor& ct : cotangents) all_defined = all_defined && ct.defined();
+    // An undefined (zero) cotangent has no type to key: the rules run in place.
+    if (!all_defined) return vjp_graph(*graph, inputs, wrt).backward(cotangents);
+    std::vector<Tensor> args = inputs;
+    args.insert(args.end(), cotangents.begin(), cotangents.end());
+    // The body returns the cotangents of the differentiated inputs only.
+    auto body = [n, &wrt](const Graph& body_g, const std::vector<Tensor>& a) {
+      const std::vector<Tensor> primals(a.begin(), a.begin() + int64_t(n));
+      const std::vector<Tensor> cts(a.begin() + int64_t(n), a.end());
+      const std::vector<Tensor> all = vjp_graph(body_g, primals, wrt).backward(cts);
+      std::vector<Tensor> kept;
+      for (size_t i = 0; i < n; ++i)
+        if (wrt[i]) kept.push_back(all[i]);
+      return kept;
+    };
+    const std::vector<Tensor> kept = call_cached(*graph, args, tag, body);
+    std::vector<Tensor> result(n);
+    for (size_t i = 0, k = 0; i < n; ++i)
+      if (wrt[i]) result[i] = kept[k++];
+    return result;
+  };
+  return lin;
+}
+
 std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
                                          const std::vector<bool>& wrt) {
   check_scalar_output(g, "grad");
