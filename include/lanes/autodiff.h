@@ -62,18 +62,34 @@ std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inp
 /// one node instead of the cotangent rule of every node.
 Linearized linearize(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& wrt);
 
+/// f traced at args for a derivative: its result, its graph, the graph's inputs (the argument
+/// leaves, then the captured values) and which of them the arguments in argnums hold.
+template <class Out>
+struct TracedCall {
+  Out out{};
+  Graph g;
+  std::vector<Tensor> inputs;
+  std::vector<bool> wrt;
+};
+
+template <class F, class... Args>
+TracedCall<std::invoke_result_t<const F&, const Args&...>> trace_call(
+    const F& f, const std::vector<int>& argnums, const Args&... args) {
+  TracedCall<std::invoke_result_t<const F&, const Args&...>> t;
+  (tree::flatten(args, t.inputs), ...);
+  t.wrt = selected_leaves(argnums, {tree::num_leaves(args)...}, "grad");
+  t.g = trace<F>(f, &t.out, leaf_types(args...), args...);
+  t.inputs.insert(t.inputs.end(), t.g.captured.begin(), t.g.captured.end());
+  t.wrt.resize(t.inputs.size(), false);
+  return t;
+}
+
 /// Traces f at args and linearizes it with respect to the arguments in argnums.
 template <class F, class... Args>
 std::pair<std::invoke_result_t<const F&, const Args&...>, Linearized> linearize_call(
     const F& f, const std::vector<int>& argnums, const Args&... args) {
-  std::vector<Tensor> inputs;
-  (tree::flatten(args, inputs), ...);
-  std::vector<bool> wrt = selected_leaves(argnums, {tree::num_leaves(args)...}, "grad");
-  std::invoke_result_t<const F&, const Args&...> out{};
-  Graph g = trace<F>(f, &out, leaf_types(args...), args...);
-  inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
-  wrt.resize(inputs.size(), false);
-  return {std::move(out), linearize(std::move(g), inputs, wrt)};
+  auto t = trace_call(f, argnums, args...);
+  return {std::move(t.out), linearize(std::move(t.g), t.inputs, t.wrt)};
 }
 
 /// Cotangents of the argument leaves, rebuilt into one tree per argument.
@@ -92,14 +108,8 @@ struct ValueAndGrad {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    std::vector<Tensor> inputs;
-    (tree::flatten(args, inputs), ...);
-    std::vector<bool> wrt = selected_leaves(argnums, {tree::num_leaves(args)...}, "grad");
-    std::invoke_result_t<const F&, const Args&...> out{};
-    Graph g = trace<F>(f, &out, leaf_types(args...), args...);
-    inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
-    wrt.resize(inputs.size(), false);
-    std::vector<Tensor> vg = value_and_grad_graph(std::move(g), inputs, wrt);
+    auto t = trace_call(f, argnums, args...);
+    std::vector<Tensor> vg = value_and_grad_graph(std::move(t.g), t.inputs, t.wrt);
     const Tensor value = vg[0];
     vg.erase(vg.begin());
     auto grads = per_argument(vg, args...);

@@ -287,6 +287,28 @@ std::vector<Tensor> value_and_cotangents(Graph g, const std::vector<Tensor>& inp
   return out;
 }
 
+// A call's tag for a derivative with respect to the inputs flagged in wrt: "grad:0110".
+std::string tag_of(const char* transform, const std::vector<bool>& wrt) {
+  std::string tag = std::string(transform) + ":";
+  for (bool w : wrt) tag += w ? '1' : '0';
+  return tag;
+}
+
+// The cotangents in `all` of the inputs flagged in wrt (what a call's body returns), and back:
+// one entry per input, undefined where wrt is false.
+std::vector<Tensor> only_wrt(const std::vector<Tensor>& all, const std::vector<bool>& wrt) {
+  std::vector<Tensor> kept;
+  for (size_t i = 0; i < wrt.size(); ++i)
+    if (wrt[i]) kept.push_back(all[i]);
+  return kept;
+}
+std::vector<Tensor> spread_wrt(const Tensor* kept, const std::vector<bool>& wrt) {
+  std::vector<Tensor> all(wrt.size());
+  for (size_t i = 0; i < wrt.size(); ++i)
+    if (wrt[i]) all[i] = *kept++;
+  return all;
+}
+
 }  // namespace
 
 Linearized linearize(Graph g_in, const std::vector<Tensor>& inputs, const std::vector<bool>& wrt) {
@@ -294,9 +316,7 @@ Linearized linearize(Graph g_in, const std::vector<Tensor>& inputs, const std::v
   auto graph = std::make_shared<const Graph>(std::move(g_in));
   Linearized lin;
   lin.outputs = eval_graph(*graph, inputs);  // recorded; the body's copy of it merges by CSE
-  std::string tag = "vjp:";
-  for (bool w : wrt) tag += w ? '1' : '0';
-  lin.backward = [graph, inputs, wrt, tag](const std::vector<Tensor>& cotangents) {
+  lin.backward = [graph, inputs, wrt](const std::vector<Tensor>& cotangents) {
     const size_t n = inputs.size();
     bool all_defined = true;
     for (const Tensor& ct : cotangents) all_defined = all_defined && ct.defined();
@@ -304,21 +324,12 @@ Linearized linearize(Graph g_in, const std::vector<Tensor>& inputs, const std::v
     if (!all_defined) return vjp_graph(*graph, inputs, wrt).backward(cotangents);
     std::vector<Tensor> args = inputs;
     args.insert(args.end(), cotangents.begin(), cotangents.end());
-    // The body returns the cotangents of the differentiated inputs only.
     auto body = [n, &wrt](const Graph& body_g, const std::vector<Tensor>& a) {
       const std::vector<Tensor> primals(a.begin(), a.begin() + int64_t(n));
       const std::vector<Tensor> cts(a.begin() + int64_t(n), a.end());
-      const std::vector<Tensor> all = vjp_graph(body_g, primals, wrt).backward(cts);
-      std::vector<Tensor> kept;
-      for (size_t i = 0; i < n; ++i)
-        if (wrt[i]) kept.push_back(all[i]);
-      return kept;
+      return only_wrt(vjp_graph(body_g, primals, wrt).backward(cts), wrt);
     };
-    const std::vector<Tensor> kept = call_cached(*graph, args, tag, body);
-    std::vector<Tensor> result(n);
-    for (size_t i = 0, k = 0; i < n; ++i)
-      if (wrt[i]) result[i] = kept[k++];
-    return result;
+    return spread_wrt(call_cached(*graph, args, tag_of("vjp", wrt), body).data(), wrt);
   };
   return lin;
 }
@@ -327,21 +338,16 @@ std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inp
                                          const std::vector<bool>& wrt) {
   check_scalar_output(g, "grad");
   if (!any_traced(inputs)) return value_and_cotangents(std::move(g), inputs, wrt);
-  // The call's body returns the value and the cotangents of the differentiated inputs only.
-  std::string tag = "grad:";
-  for (bool w : wrt) tag += w ? '1' : '0';
-  const std::vector<Tensor> outs =
-      call_cached(g, inputs, tag, [&wrt](const Graph& body_g, const std::vector<Tensor>& args) {
-        const std::vector<Tensor> all = value_and_cotangents(body_g, args, wrt);
-        std::vector<Tensor> kept{all[0]};
-        for (size_t i = 0; i < wrt.size(); ++i)
-          if (wrt[i]) kept.push_back(all[i + 1]);
-        return kept;
-      });
-  std::vector<Tensor> result(inputs.size() + 1);
-  result[0] = outs[0];
-  for (size_t i = 0, k = 1; i < wrt.size(); ++i)
-    if (wrt[i]) result[i + 1] = outs[k++];
+  // The call's body returns the value, then the cotangents of the differentiated inputs.
+  auto body = [&wrt](const Graph& body_g, const std::vector<Tensor>& args) {
+    std::vector<Tensor> all = value_and_cotangents(body_g, args, wrt);
+    std::vector<Tensor> kept = only_wrt({all.begin() + 1, all.end()}, wrt);
+    kept.insert(kept.begin(), all[0]);
+    return kept;
+  };
+  const std::vector<Tensor> outs = call_cached(g, inputs, tag_of("grad", wrt), body);
+  std::vector<Tensor> result = spread_wrt(outs.data() + 1, wrt);
+  result.insert(result.begin(), outs[0]);
   return result;
 }
 
