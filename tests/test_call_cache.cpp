@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "expect_near.h"
 #include "lanes/lanes.h"
 
 using namespace lanes;
@@ -66,12 +67,6 @@ std::vector<double> per_row(const Tensor& xs, R rule) {
     out.insert(out.end(), v.begin(), v.end());
   }
   return out;
-}
-
-void expect_near(const std::vector<double>& got, const std::vector<double>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i])));
 }
 
 // What grad(f) records when called on a traced input.

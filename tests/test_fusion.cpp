@@ -7,6 +7,7 @@
 
 // The elementwise kernels (not public API), for the reuse rule.
 #include "../src/kernels/elementwise.h"
+#include "expect_near.h"
 #include "lanes/lanes.h"
 
 using namespace lanes;
@@ -26,12 +27,6 @@ int count(const Graph& g, const std::string& name) {
 template <class F, class... Args>
 Graph compiled_graph(F f, const Args&... args) {
   return detail::fuse_elementwise(detail::optimize(make_graph(f)(args...)));
-}
-
-void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << "at " << i;
 }
 
 // tanh(x * y + 1) * exp(-x), the chain most tests run.

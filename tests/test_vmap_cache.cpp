@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "expect_near.h"
 #include "lanes/lanes.h"
 
 using namespace lanes;
@@ -23,11 +24,6 @@ std::vector<double> loop(F f, const Tensor& xs) {
   return out;
 }
 
-void expect_near(const std::vector<double>& got, const std::vector<double>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i])));
-}
 }  // namespace
 
 TEST(VmapCache, HitsWhenNothingChangedAndFollowsNewCaptures) {
