@@ -255,6 +255,42 @@ TEST(CallCache, JacobiansAtNewPointsReuseTheirBatchedGraph) {
   EXPECT_EQ(fwd.cache.size(), 1u);
 }
 
+// A Jacobian's batched graph takes its identity basis as a constant, so the passes and kernels
+// may fold W @ I to W when it is built. That must keep IEEE semantics: with an inf in W, the
+// products with the identity's zeros are NaN, as in the references: forward mode's column j is
+// sum over k of W_ik I_kj (row 3 is NaN), reverse mode's row i is sum over k of I_ik W_kj
+// (column 7 is NaN), as jax's jacfwd and jacrev give.
+TEST(CallCache, JacobiansFoldTheirBasisWithoutChangingInfOrNan) {
+  const int64_t n = 160;  // W @ I large enough for the kernels' identity shortcut
+  std::vector<float> values = randn({n, n}, 70).to_vector<float>();
+  values[3 * n + 7] = INFINITY;
+  const Tensor w = tensor(values, {n, n});
+  auto f = [&](const Tensor& x) { return matmul(w, x) * 2.0; };
+  auto fwd = jacfwd(f);
+  auto rev = jacrev(f);
+  for (int call = 0; call < 4; ++call) {  // the batched graph is built on the second call
+    const Tensor x = randn({n}, 71 + call);
+    const auto got_fwd = fwd(x).to_vector<double>(), got_rev = rev(x).to_vector<double>();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want_fwd = 0, want_rev = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          want_fwd += double(values[i * n + k]) * (k == j ? 2.0 : 0.0);
+          want_rev += (i == k ? 2.0 : 0.0) * double(values[k * n + j]);
+        }
+        for (auto [got, want] :
+             {std::pair{got_fwd[i * n + j], want_fwd}, std::pair{got_rev[i * n + j], want_rev}}) {
+          if (!std::isfinite(want))
+            ASSERT_TRUE(std::isnan(want) ? std::isnan(got) : got == want)
+                << i << "," << j << " call " << call << ": " << got << " for " << want;
+          else
+            ASSERT_NEAR(got, want, 1e-5 * (1 + std::abs(want)))
+                << i << "," << j << " call " << call;
+        }
+      }
+  }
+}
+
 TEST(CallCache, PullbacksUnderVmapAreOneCall) {
   const Tensor w = randn({kN, kN}, 100);
   double s = 1.25;

@@ -216,7 +216,7 @@ template <bool Reverse, class F>
 struct Jacobian {
   F f;
   int argnum;
-  VmapCache cache;
+  VmapCache cache = VmapCache::with_constant_last_leaf();  // the identity basis is the last leaf
   template <class... Args>
   Tensor operator()(const Args&... args) const {
     static_assert((std::is_same_v<Args, Tensor> && ...),
@@ -238,12 +238,12 @@ struct Jacobian {
 /// Jacobian by reverse mode (jax.jacrev): shape f(x).shape + x.shape.
 template <class F>
 auto jacrev(F f, int argnum = 0) {
-  return detail::Jacobian<true, F>{std::move(f), argnum, {}};
+  return detail::Jacobian<true, F>{std::move(f), argnum};
 }
 /// Jacobian by forward mode (jax.jacfwd).
 template <class F>
 auto jacfwd(F f, int argnum = 0) {
-  return detail::Jacobian<false, F>{std::move(f), argnum, {}};
+  return detail::Jacobian<false, F>{std::move(f), argnum};
 }
 /// Hessian of a scalar function: jacfwd(jacrev(f)), shape x.shape + x.shape.
 template <class F>

@@ -133,6 +133,13 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
 class VmapCache {
  public:
   VmapCache();
+  /// A cache for a vmap whose last leaf is the same tensor on every call (a Jacobian's identity
+  /// basis, which identity_basis keeps): that leaf is baked into the batched graph as a constant
+  /// and keyed by its storage, so the passes fold what it makes known (W @ I is W) instead of
+  /// the kernels finding it out on every call.
+  /// Leaves up to this size only: identity_basis keeps those, a larger one is new on every call.
+  static VmapCache with_constant_last_leaf();
+  static constexpr size_t kMaxConstantLeafBytes = size_t{64} << 20;
   std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
                           const std::vector<AxisLeaf>& out_axes, const VmapOptions& options) const;
   /// Batched graphs held now.

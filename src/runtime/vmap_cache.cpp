@@ -21,8 +21,15 @@ constexpr size_t kEntries = 8;  // batched graphs kept per vmap
 constexpr size_t kSeen = 16;    // keys remembered from calls that ran unoptimized
 
 std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
-                      const std::vector<AxisLeaf>& out_axes, const VmapOptions& options) {
+                      const std::vector<AxisLeaf>& out_axes, const VmapOptions& options,
+                      bool constant_last) {
   GraphKey w;
+  if (constant_last) {  // the baked leaf's identity: its view and storage
+    const Tensor& c = leaves.back();
+    w.add(c.strides());
+    w.add(c.offset());
+    w.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(c.storage().get())));
+  }
   w.add(static_cast<int64_t>(leaves.size()));
   for (size_t i = 0; i < leaves.size(); ++i) {
     w.add({leaves[i].shape(), leaves[i].dtype()});
@@ -41,6 +48,7 @@ std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const V
 struct Entry {
   Graph batched;               // optimized and fused
   std::vector<Tensor> pinned;  // the example's constants, in order: their addresses stay ours
+  Tensor baked;                // the constant last leaf, if baked: its address stays ours too
 };
 
 }  // namespace
@@ -48,12 +56,19 @@ struct Entry {
 struct Seen {};  // a key met once, run without building its entry
 
 struct VmapCache::State {
+  bool constant_last = false;
   std::mutex mutex;
   BoundedMap<std::shared_ptr<const Entry>> entries;
   BoundedMap<Seen> seen;
 };
 
 VmapCache::VmapCache() : state_(std::make_shared<State>()) {}
+
+VmapCache VmapCache::with_constant_last_leaf() {
+  VmapCache cache;
+  cache.state_->constant_last = true;
+  return cache;
+}
 
 size_t VmapCache::size() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -64,7 +79,9 @@ std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& le
                                    const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                                    const VmapOptions& options) const {
   State& s = *state_;
-  const std::string key = graph_key(g, leaves, plan, out_axes, options);
+  const bool bake = s.constant_last && !leaves.empty() &&
+                    leaves.back().storage()->bytes() <= VmapCache::kMaxConstantLeafBytes;
+  const std::string key = graph_key(g, leaves, plan, out_axes, options, bake);
   std::shared_ptr<const Entry> entry;
   bool first_sighting = false;
   {
@@ -85,16 +102,20 @@ std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& le
     // Batch the example symbolically (the leaves become inputs of a new trace), then optimize.
     TraceScope scope;
     std::vector<Tensor> traced;
-    for (const Tensor& leaf : leaves) traced.push_back(scope.input({leaf.shape(), leaf.dtype()}));
+    for (size_t i = 0; i < leaves.size() - (bake ? 1 : 0); ++i)
+      traced.push_back(scope.input({leaves[i].shape(), leaves[i].dtype()}));
+    if (bake) traced.push_back(leaves.back());  // concrete: a constant of the batched graph
     const Graph batched = scope.finish(run_vmap(g, traced, plan, out_axes, options));
     auto fresh = std::make_shared<Entry>();
     fresh->batched = fuse_elementwise(optimize(batched));
     fresh->pinned = constants_of(g);
+    if (bake) fresh->baked = leaves.back();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.entries.add(key, fresh, kEntries);
     entry = std::move(fresh);
   }
-  return execute(entry->batched, leaves);
+  if (!bake) return execute(entry->batched, leaves);
+  return execute(entry->batched, std::vector<Tensor>(leaves.begin(), leaves.end() - 1));
 }
 
 }  // namespace lanes::detail
