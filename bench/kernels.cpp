@@ -3,6 +3,7 @@
 // bandwidth. Prints medians of several runs. Runs in well under 30 s.
 //
 //   build/bench/kernels [gemm] [batched] [nested] [bandwidth]   (no argument: all)
+//   build/bench/kernels fresh   (only when named: ~12 s of streaming into one fresh buffer)
 #include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
@@ -227,6 +228,47 @@ void triad_nt(float* a, const float* b, const float* c, float s, bool avx512) {
   }
 }
 
+// Streams non-temporal stores into one freshly allocated 680 MB buffer (the size of perex_mlp's
+// per-example gradients) over and over for ~12 s and prints the rate second by second. On a
+// virtual machine the host may back fresh memory with small pages and merge them into huge
+// pages seconds later; on this one the rate went from 27 to 52 GB/s after 2-7 s, at a moment no
+// process controls. That is why memory-bound workloads (outer, perex_mlp) read one of two values
+// from run to run.
+__attribute__((target("avx512f"))) void stream_range(float* p, int64_t begin, int64_t end,
+                                                     float v) {
+  const __m512 value = _mm512_set1_ps(v);
+  for (int64_t i = begin; i < end; i += 16) _mm512_stream_ps(p + i, value);
+  _mm_sfence();
+}
+
+void stream_fill(float* p, int64_t n, float v) {
+  lanes::parallel_for(n / 16, 1 << 14, [&](int64_t begin, int64_t end) {
+    stream_range(p, begin * 16, end * 16, v);
+  });
+}
+
+void fresh_memory_section() {
+  if (!__builtin_cpu_supports("avx512f")) return;
+  const int64_t n = int64_t{170} << 20;  // 680 MB of float32
+  const lanes::Tensor buffer = lanes::Tensor::empty({n}, lanes::kFloat32);
+  float* p = buffer.mutable_data<float>();
+  std::printf("\nStreaming into one fresh 680 MB buffer (non-temporal stores), per second:\n");
+  const auto start = Clock::now();
+  auto t0 = start;
+  int passes = 0;
+  for (int second = 0; second < 12;) {
+    stream_fill(p, n, float(passes++));
+    const auto now = Clock::now();
+    const double s = std::chrono::duration<double>(now - t0).count();
+    if (s >= 1.0) {
+      std::printf("  t=%4.1f s  %5.1f GB/s over %d passes\n",
+                  std::chrono::duration<double>(now - start).count(), passes * n * 4e-9 / s,
+                  passes);
+      t0 = now, passes = 0, ++second;
+    }
+  }
+}
+
 void bandwidth_section() {
   const double mb = double(kFloats) * sizeof(float);
   std::printf(
@@ -312,5 +354,7 @@ int main(int argc, char** argv) {
   if (wanted("batched")) batched_section();
   if (wanted("nested")) nested_blas_section();
   if (wanted("bandwidth")) bandwidth_section();
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "fresh") == 0) fresh_memory_section();
   std::printf("\ntotal %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());
 }
