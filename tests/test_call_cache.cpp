@@ -255,8 +255,9 @@ TEST(CallCache, JacobiansAtNewPointsReuseTheirBatchedGraph) {
   EXPECT_EQ(fwd.cache.size(), 1u);
 }
 
-// A Jacobian's batched graph takes its identity basis as a constant, so the passes and kernels
-// may fold W @ I to W when it is built. That must keep IEEE semantics: with an inf in W, the
+// A Jacobian's batched graph takes its identity basis as a constant, so the passes fold a
+// captured W @ I to W when it is built (before, a kernel found the identity on every call).
+// Either way the fold must keep IEEE semantics: with an inf in W, the
 // products with the identity's zeros are NaN, as in the references: forward mode's column j is
 // sum over k of W_ik I_kj (row 3 is NaN), reverse mode's row i is sum over k of I_ik W_kj
 // (column 7 is NaN), as jax's jacfwd and jacrev give.

@@ -61,7 +61,7 @@ TEST(Fusion, StridedTransposedAndBroadcastInputs) {
 }
 
 TEST(Fusion, ShortRowsShareTilesAcrossOuterDims) {
-  // Rows of 24 with operands broadcast along the middle and outer axes: a tile holds 85 rows, so
+  // Rows of 24 with operands broadcast along the middle and outer axes: a tile holds 42 rows, so
   // tiles start mid-way through the middle axis and span outer indices. Dense, broadcast and
   // strided operands, a bool condition, in float32 and float64.
   for (DType dtype : {kFloat32, kFloat64}) {

@@ -216,7 +216,7 @@ template <bool Reverse, class F>
 struct Jacobian {
   F f;
   int argnum;
-  VmapCache cache = VmapCache::with_constant_last_leaf();  // the identity basis is the last leaf
+  VmapCache cache = VmapCache::for_jacobian();
   template <class... Args>
   Tensor operator()(const Args&... args) const {
     static_assert((std::is_same_v<Args, Tensor> && ...),

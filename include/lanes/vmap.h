@@ -133,13 +133,11 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
 class VmapCache {
  public:
   VmapCache();
-  /// A cache for a vmap whose last leaf is the same tensor on every call (a Jacobian's identity
-  /// basis, which identity_basis keeps): that leaf is baked into the batched graph as a constant
-  /// and keyed by its storage, so the passes fold what it makes known (W @ I is W) instead of
-  /// the kernels finding it out on every call.
-  /// Leaves up to this size only: identity_basis keeps those, a larger one is new on every call.
-  static VmapCache with_constant_last_leaf();
-  static constexpr size_t kMaxConstantLeafBytes = size_t{64} << 20;
+  /// A cache for a Jacobian's vmap, whose last leaf is always the identity basis of its type
+  /// (a contract of the caller, not checked). Bases up to 4 MiB are made constants of the batched
+  /// graph, which then holds one, so the passes fold the products of the basis with constants
+  /// (a captured W times the identity is W) when the graph is built, not on every call.
+  static VmapCache for_jacobian();
   std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
                           const std::vector<AxisLeaf>& out_axes, const VmapOptions& options) const;
   /// Batched graphs held now.

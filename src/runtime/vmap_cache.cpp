@@ -22,14 +22,9 @@ constexpr size_t kSeen = 16;    // keys remembered from calls that ran unoptimiz
 
 std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
                       const std::vector<AxisLeaf>& out_axes, const VmapOptions& options,
-                      bool constant_last) {
+                      bool bake) {
   GraphKey w;
-  if (constant_last) {  // the baked leaf's identity: its view and storage
-    const Tensor& c = leaves.back();
-    w.add(c.strides());
-    w.add(c.offset());
-    w.add(static_cast<int64_t>(reinterpret_cast<uintptr_t>(c.storage().get())));
-  }
+  w.add(bake);  // the last leaf is then a constant of the entry: the identity of its type
   w.add(static_cast<int64_t>(leaves.size()));
   for (size_t i = 0; i < leaves.size(); ++i) {
     w.add({leaves[i].shape(), leaves[i].dtype()});
@@ -48,15 +43,25 @@ std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const V
 struct Entry {
   Graph batched;               // optimized and fused
   std::vector<Tensor> pinned;  // the example's constants, in order: their addresses stay ours
-  Tensor baked;                // the constant last leaf, if baked: its address stays ours too
 };
+
+// Bases up to this size are baked: an entry holds its basis, and a vmap holds up to kEntries.
+constexpr size_t kMaxBakedBasisBytes = size_t{4} << 20;
+
+// The batched graph with its last input made the constant c: the passes then fold what c makes
+// known (a captured W times the identity is W), within their usual limits on what they keep.
+Graph with_last_input_constant(Graph g, const Tensor& c) {
+  g.constants.emplace_back(g.inputs.back(), c);
+  g.inputs.pop_back();
+  return g;
+}
 
 }  // namespace
 
 struct Seen {};  // a key met once, run without building its entry
 
 struct VmapCache::State {
-  bool constant_last = false;
+  bool identity_last = false;  // the last leaf is always the identity basis of its type
   std::mutex mutex;
   BoundedMap<std::shared_ptr<const Entry>> entries;
   BoundedMap<Seen> seen;
@@ -64,9 +69,9 @@ struct VmapCache::State {
 
 VmapCache::VmapCache() : state_(std::make_shared<State>()) {}
 
-VmapCache VmapCache::with_constant_last_leaf() {
+VmapCache VmapCache::for_jacobian() {
   VmapCache cache;
-  cache.state_->constant_last = true;
+  cache.state_->identity_last = true;
   return cache;
 }
 
@@ -79,8 +84,9 @@ std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& le
                                    const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                                    const VmapOptions& options) const {
   State& s = *state_;
-  const bool bake = s.constant_last && !leaves.empty() &&
-                    leaves.back().storage()->bytes() <= VmapCache::kMaxConstantLeafBytes;
+  const bool bake =
+      s.identity_last && !leaves.empty() &&
+      size_t(leaves.back().numel()) * dtype_size(leaves.back().dtype()) <= kMaxBakedBasisBytes;
   const std::string key = graph_key(g, leaves, plan, out_axes, options, bake);
   std::shared_ptr<const Entry> entry;
   bool first_sighting = false;
@@ -102,14 +108,12 @@ std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& le
     // Batch the example symbolically (the leaves become inputs of a new trace), then optimize.
     TraceScope scope;
     std::vector<Tensor> traced;
-    for (size_t i = 0; i < leaves.size() - (bake ? 1 : 0); ++i)
-      traced.push_back(scope.input({leaves[i].shape(), leaves[i].dtype()}));
-    if (bake) traced.push_back(leaves.back());  // concrete: a constant of the batched graph
-    const Graph batched = scope.finish(run_vmap(g, traced, plan, out_axes, options));
+    for (const Tensor& leaf : leaves) traced.push_back(scope.input({leaf.shape(), leaf.dtype()}));
+    Graph batched = scope.finish(run_vmap(g, traced, plan, out_axes, options));
+    if (bake) batched = with_last_input_constant(std::move(batched), leaves.back());
     auto fresh = std::make_shared<Entry>();
     fresh->batched = fuse_elementwise(optimize(batched));
     fresh->pinned = constants_of(g);
-    if (bake) fresh->baked = leaves.back();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.entries.add(key, fresh, kEntries);
     entry = std::move(fresh);

@@ -207,12 +207,11 @@ namespace {
 // The rows of the n x n identity, shaped (n, shape...), kept across calls. A Jacobian's basis is
 // then the same tensor every time, so the vmap cache, which keys large constants by address,
 // finds the batched graph of a nested Jacobian (hessian's jacrev inside jacfwd) instead of
-// batching it afresh on every call, and a Jacobian's own cache can bake the basis into its
-// batched graph as a constant (VmapCache::with_constant_last_leaf). Tensors are immutable, so
-// sharing one is safe; the few kept are bounded in bytes.
+// batching it afresh on every call. Tensors are immutable, so sharing one is safe; the few kept
+// are bounded in bytes.
 Tensor identity_basis(int64_t n, DType dtype, const Shape& shape) {
   constexpr size_t kKeep = 4;
-  constexpr int64_t kMaxBytes = int64_t{VmapCache::kMaxConstantLeafBytes};
+  constexpr int64_t kMaxBytes = int64_t{64} << 20;
   static std::mutex mutex;
   static std::deque<Tensor> kept;  // (n, n) identities, newest first
   Shape basis_shape{n};
