@@ -257,10 +257,10 @@ TEST(CallCache, JacobiansAtNewPointsReuseTheirBatchedGraph) {
 
 // A Jacobian's batched graph takes its identity basis as a constant, so the passes fold a
 // captured W @ I to W when it is built (before, a kernel found the identity on every call).
-// Either way the fold must keep IEEE semantics: with an inf in W, the
-// products with the identity's zeros are NaN, as in the references: forward mode's column j is
-// sum over k of W_ik I_kj (row 3 is NaN), reverse mode's row i is sum over k of I_ik W_kj
-// (column 7 is NaN), as jax's jacfwd and jacrev give.
+// Either way the fold must keep IEEE semantics: with an inf in W, the products with the
+// identity's zeros are NaN, as in the references: forward mode's column j is sum over k of
+// W_ik I_kj (row 3 is NaN), reverse mode's row i is sum over k of I_ik W_kj (column 7 is NaN),
+// as jax's jacfwd and jacrev give.
 TEST(CallCache, JacobiansFoldTheirBasisWithoutChangingInfOrNan) {
   const int64_t n = 160;  // W @ I large enough for the kernels' identity shortcut
   std::vector<float> values = randn({n, n}, 70).to_vector<float>();
@@ -289,6 +289,50 @@ TEST(CallCache, JacobiansFoldTheirBasisWithoutChangingInfOrNan) {
                 << i << "," << j << " call " << call;
         }
       }
+  }
+}
+
+// jvp under a trace is one call, as vjp's pullback is; vmap of it over primals, over tangents
+// or both follows new captures. Reference: the tangent of s tanh(W x) along v is J(x) v.
+TEST(CallCache, JvpUnderATraceIsOneCallAndFollowsCaptures) {
+  Tensor w = randn({kN, kN}, 80);
+  double s = 1.5;
+  auto f = [&](const Tensor& x) { return tanh(matmul(w, x)) * s; };
+  auto tangent = [&](const Tensor& x, const Tensor& v) {
+    return jvp(f, std::tuple{x}, std::tuple{v}).second;
+  };
+  auto along_ones = [&](const Tensor& x) { return tangent(x, ones({kN})); };
+  traced_call(along_ones);  // a first sighting runs the rules in place; the second builds the body
+  const Graph traced = traced_call(along_ones);
+  EXPECT_TRUE(is_one_call(traced)) << traced;
+  auto both = vmap(tangent);
+  auto over_x = vmap(tangent, in_axes(0, none));
+  auto over_v = vmap(tangent, in_axes(none, 0));
+  for (int call = 0; call < 6; ++call) {
+    if (call == 4) w = randn({kN, kN}, 81);
+    if (call == 5) s = -0.5;
+    const Reference ref{w.to_vector<double>(), s};
+    auto jv = [&](const std::vector<double>& x, const std::vector<double>& v) {
+      const auto jac = ref.jacobian(x);
+      std::vector<double> out(kN, 0.0);
+      for (int64_t i = 0; i < kN; ++i)
+        for (int64_t j = 0; j < kN; ++j) out[i] += jac[i * kN + j] * v[j];
+      return out;
+    };
+    const Tensor xs = randn({3, kN}, 82 + call), vs = randn({3, kN}, 90 + call);
+    const Tensor x = randn({kN}, 98 + call), v = randn({kN}, 99 + call);
+    const auto xs_d = xs.to_vector<double>(), vs_d = vs.to_vector<double>();
+    std::vector<double> want_both, want_x, want_v;
+    for (int64_t b = 0; b < 3; ++b) {
+      const std::vector<double> xb(xs_d.begin() + b * kN, xs_d.begin() + (b + 1) * kN);
+      const std::vector<double> vb(vs_d.begin() + b * kN, vs_d.begin() + (b + 1) * kN);
+      for (double y : jv(xb, vb)) want_both.push_back(y);
+      for (double y : jv(xb, v.to_vector<double>())) want_x.push_back(y);
+      for (double y : jv(x.to_vector<double>(), vb)) want_v.push_back(y);
+    }
+    expect_near(both(xs, vs).to_vector<double>(), want_both);
+    expect_near(over_x(xs, v).to_vector<double>(), want_x);
+    expect_near(over_v(x, vs).to_vector<double>(), want_v);
   }
 }
 

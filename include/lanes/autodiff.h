@@ -62,6 +62,12 @@ std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inp
 /// one node instead of the cotangent rule of every node.
 Linearized linearize(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& wrt);
 
+/// jvp_graph, except that under an enclosing trace (a primal or tangent is traced) it is recorded
+/// as one call of a cached body, as linearize's backward pass is: vmap of a jvp keys one node.
+std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_call(const Graph& g,
+                                                             const std::vector<Tensor>& inputs,
+                                                             const std::vector<Tensor>& tangents);
+
 /// f traced at args for a derivative: its result, its graph, the graph's inputs (the argument
 /// leaves, then the captured values) and which of them the arguments in argnums hold.
 template <class Out>
@@ -198,7 +204,7 @@ auto jvp(F f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tan
       primals);
   inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
   dirs.resize(inputs.size());
-  auto [ys, ts] = detail::jvp_graph(g, inputs, dirs);
+  auto [ys, ts] = detail::jvp_call(g, inputs, dirs);
   return std::make_pair(tree::rebuild(out, ys), tree::rebuild(out, ts));
 }
 

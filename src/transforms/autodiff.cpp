@@ -253,7 +253,8 @@ Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inpu
     tangents[leaf] = args.back();
     return std::vector<Tensor>{jvp_graph(body_g, primals, tangents).second[0]};
   };
-  const std::string tag = (reverse ? "vjp:" : "jvp:") + std::to_string(leaf);
+  // Not "vjp:"/"jvp:" + bits, which linearize and jvp_call use for other bodies of the same g.
+  const std::string tag = (reverse ? "jacrev-row:" : "jacfwd-column:") + std::to_string(leaf);
   // The inputs go in as unmapped arguments, not captures, so that the vmap cache keys their
   // types only: a Jacobian at a new point hits.
   auto one = [&](const std::vector<Tensor>& primals, const Tensor& e) {
@@ -332,6 +333,33 @@ Linearized linearize(Graph g_in, const std::vector<Tensor>& inputs, const std::v
     return spread_wrt(call_cached(*graph, args, tag_of("vjp", wrt), body).data(), wrt);
   };
   return lin;
+}
+
+std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_call(const Graph& g,
+                                                             const std::vector<Tensor>& inputs,
+                                                             const std::vector<Tensor>& tangents) {
+  if (!any_traced(inputs) && !any_traced(tangents)) return jvp_graph(g, inputs, tangents);
+  check(tangents.size() == inputs.size(), "jvp: ", tangents.size(), " tangents for ", inputs.size(),
+        " inputs");
+  // The call's inputs are g's, then the defined tangents; `with` says whose they are (an
+  // undefined tangent, a zero, has no type to key).
+  const size_t n = inputs.size();
+  std::vector<bool> with(n);
+  std::vector<Tensor> args = inputs;
+  for (size_t i = 0; i < n; ++i)
+    if ((with[i] = tangents[i].defined())) args.push_back(tangents[i]);
+  auto body = [n, &with](const Graph& body_g, const std::vector<Tensor>& a) {
+    const std::vector<Tensor> primals(a.begin(), a.begin() + int64_t(n));
+    std::vector<Tensor> dirs(n);
+    for (size_t i = 0, next = n; i < n; ++i)
+      if (with[i]) dirs[i] = a[next++];
+    auto [ys, ts] = jvp_graph(body_g, primals, dirs);
+    ys.insert(ys.end(), ts.begin(), ts.end());  // the outputs, then their tangents
+    return ys;
+  };
+  std::vector<Tensor> out = call_cached(g, args, tag_of("jvp", with), body);
+  const auto mid = out.begin() + int64_t(g.outputs.size());
+  return {std::vector<Tensor>(out.begin(), mid), std::vector<Tensor>(mid, out.end())};
 }
 
 std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
