@@ -13,10 +13,12 @@ namespace lanes::kernels {
 namespace {
 
 // Elements per tile: 8 KiB registers for the widest dtype, so that a float chain's registers and
-// the input tiles it streams stay in L1 (32 KiB). A tile costs ~80 ns of dispatch and set-up,
-// which made 512-element tiles 1.7x slower than an unfused product of 4 MB when they were set up
-// per step; at 2048, a fused triad of 64 MB ran at 6.6-7.0 ms beside 4.2-5.4 at 1024 (L1 misses
-// on its own registers), with a 4 MB triad and a (100, 32, 32) broadcast chain no slower.
+// the input tiles it streams fit in L1 (32 KiB), as at 2048 they did not. A tile costs ~80 ns of
+// dispatch and set-up, which made 512-element tiles 1.7x slower than an unfused product of 4 MB
+// when they were set up per step. A fused triad of 64 MB ran in 5.0-5.3 ms at 1024 beside
+// 6.5-6.9 at 2048 (alternating processes; the same process's eager add, 3.4-3.7 ms in both,
+// rules out the VM's memory modes), and a 4 MB triad and a (100, 32, 32) broadcast chain were
+// no slower.
 constexpr int64_t kTile = 1024;
 // Registers are 3 cache lines more than a multiple of 4 KiB apart: a load and a store whose
 // addresses agree modulo 4 KiB look dependent to the CPU (4K aliasing), which made a 2-step chain

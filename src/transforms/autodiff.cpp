@@ -345,15 +345,12 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_call(const Graph& g,
   // undefined tangent, a zero, has no type to key).
   const size_t n = inputs.size();
   std::vector<bool> with(n);
+  for (size_t i = 0; i < n; ++i) with[i] = tangents[i].defined();
   std::vector<Tensor> args = inputs;
-  for (size_t i = 0; i < n; ++i)
-    if ((with[i] = tangents[i].defined())) args.push_back(tangents[i]);
+  for (Tensor& t : only_wrt(tangents, with)) args.push_back(std::move(t));
   auto body = [n, &with](const Graph& body_g, const std::vector<Tensor>& a) {
     const std::vector<Tensor> primals(a.begin(), a.begin() + int64_t(n));
-    std::vector<Tensor> dirs(n);
-    for (size_t i = 0, next = n; i < n; ++i)
-      if (with[i]) dirs[i] = a[next++];
-    auto [ys, ts] = jvp_graph(body_g, primals, dirs);
+    auto [ys, ts] = jvp_graph(body_g, primals, spread_wrt(a.data() + n, with));
     ys.insert(ys.end(), ts.begin(), ts.end());  // the outputs, then their tangents
     return ys;
   };
