@@ -248,7 +248,10 @@ void stream_fill(float* p, int64_t n, float v) {
 }
 
 void fresh_memory_section() {
-  if (!__builtin_cpu_supports("avx512f")) return;
+  if (!__builtin_cpu_supports("avx512f")) {
+    std::printf("\nfresh: needs AVX-512 (its stores are _mm512_stream_ps); not run here\n");
+    return;
+  }
   const int64_t n = int64_t{170} << 20;  // 680 MB of float32
   const lanes::Tensor buffer = lanes::Tensor::empty({n}, lanes::kFloat32);
   float* p = buffer.mutable_data<float>();
