@@ -202,6 +202,118 @@ INSTANTIATE_TEST_SUITE_P(
         WeightCase{"leftover_rows", {3, 2, 8, 9}, {3, 2, 3, 2}, {{3, 2}, {0, 1}, {2, 1}, 1}}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// ---- values over a sweep of small geometries, against float64 loops -------------------------
+
+// y[n, o, oh, ow] = sum_{c, ki, kj} x[n, g Cg + c, oh s - p + ki d, ...] w[o, c, ki, kj].
+std::vector<double> conv_ref(const Tensor& xt, const Tensor& wt, const lanes::Conv2dOptions& o,
+                             int64_t OH, int64_t OW) {
+  const auto x = xt.to_vector<double>(), w = wt.to_vector<double>();
+  const int64_t N = xt.shape(0), C = xt.shape(1), H = xt.shape(2), W = xt.shape(3);
+  const int64_t O = wt.shape(0), Cg = wt.shape(1), kH = wt.shape(2), kW = wt.shape(3),
+                Og = O / o.groups;
+  std::vector<double> y(N * O * OH * OW, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double s = 0;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t ki = 0; ki < kH; ++ki)
+              for (int64_t kj = 0; kj < kW; ++kj) {
+                const int64_t ih = oh * o.stride[0] - o.padding[0] + ki * o.dilation[0];
+                const int64_t iw = ow * o.stride[1] - o.padding[1] + kj * o.dilation[1];
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                s += x[((n * C + oc / Og * Cg + c) * H + ih) * W + iw] *
+                     w[((oc * Cg + c) * kH + ki) * kW + kj];
+              }
+          y[((n * O + oc) * OH + oh) * OW + ow] = s;
+        }
+  return y;
+}
+
+// The transposed convolution scatters: out[n, g Og + o, ih, iw] += x[n, c, h, w] w[c, o, ki, kj]
+// at ih = h s - p + ki d (PyTorch's weight layout (C_in, C_out / groups, kH, kW)). Positions no
+// input reaches stay zero.
+std::vector<double> transpose_ref(const Tensor& xt, const Tensor& wt,
+                                  const lanes::ConvTranspose2dOptions& o, int64_t OH, int64_t OW) {
+  const auto x = xt.to_vector<double>(), w = wt.to_vector<double>();
+  const int64_t N = xt.shape(0), C = xt.shape(1), H = xt.shape(2), W = xt.shape(3);
+  const int64_t Og = wt.shape(1), kH = wt.shape(2), kW = wt.shape(3), Cg = C / o.groups,
+                O = Og * o.groups;
+  std::vector<double> y(N * O * OH * OW, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t v = 0; v < W; ++v)
+          for (int64_t oc = 0; oc < Og; ++oc)
+            for (int64_t ki = 0; ki < kH; ++ki)
+              for (int64_t kj = 0; kj < kW; ++kj) {
+                const int64_t ih = h * o.stride[0] - o.padding[0] + ki * o.dilation[0];
+                const int64_t iw = v * o.stride[1] - o.padding[1] + kj * o.dilation[1];
+                if (ih < 0 || ih >= OH || iw < 0 || iw >= OW) continue;
+                y[((n * O + c / Cg * Og + oc) * OH + ih) * OW + iw] +=
+                    x[((n * C + c) * H + h) * W + v] * w[((c * Og + oc) * kH + ki) * kW + kj];
+              }
+  return y;
+}
+
+// Every stride up to 3 against every padding up to 2 on images narrower than the stride: the
+// staged layout once skipped the stride phases past min(stride, width), so conv2d read zeros for
+// real pixels and conv_transpose2d (conv2d's input gradient) left output elements uninitialized.
+TEST(ConvGeometrySweep, ValuesMatchFloat64Loops) {
+  uint64_t seed = 60;
+  int cases = 0;
+  for (int64_t sh : {1, 2, 3})
+    for (int64_t sw : {1, 2, 3})
+      for (int64_t ph : {0, 1, 2})
+        for (int64_t pw : {0, 1, 2})
+          for (int64_t H : {1, 2, 4})
+            for (int64_t W : {1, 3})
+              for (int64_t k : {1, 2}) {
+                const lanes::Conv2dOptions o{{sh, sw}, {ph, pw}, {1, k}, 1};
+                const Tensor x = uniform({2, 2, H, W}, seed++), w = uniform({3, 2, k, 2}, seed++);
+                const int64_t OH = (H + 2 * ph - (k - 1) - 1) / sh + 1;
+                const int64_t OW = (W + 2 * pw - k * 1 - 1) / sw + 1;
+                if (H + 2 * ph >= k && W + 2 * pw >= k + 1) {
+                  const Tensor y = lanes::conv2d(x, w, o);
+                  const auto want = conv_ref(x, w, o, OH, OW);
+                  const auto got = y.to_vector<double>();
+                  ASSERT_EQ(got.size(), want.size());
+                  for (size_t i = 0; i < got.size(); ++i)
+                    ASSERT_NEAR(got[i], want[i], 1e-12)
+                        << "conv2d stride " << sh << "," << sw << " padding " << ph << "," << pw
+                        << " image " << H << "x" << W << " element " << i;
+                }
+                const lanes::ConvTranspose2dOptions t{{sh, sw}, {ph, pw}, {0, 0}, {1, k}, 1};
+                const Tensor ct = uniform({2, 3, H, W}, seed++);
+                const int64_t TH = (H - 1) * sh - 2 * ph + (k - 1) + 1;
+                const int64_t TW = (W - 1) * sw - 2 * pw + k * 1 + 1;
+                if (TH <= 0 || TW <= 0) continue;
+                const Tensor z = lanes::conv_transpose2d(ct, w, t);
+                const auto want = transpose_ref(ct, w, t, TH, TW);
+                const auto got = z.to_vector<double>();
+                ASSERT_EQ(got.size(), want.size());
+                for (size_t i = 0; i < got.size(); ++i)
+                  ASSERT_NEAR(got[i], want[i], 1e-12)
+                      << "conv_transpose2d stride " << sh << "," << sw << " padding " << ph << ","
+                      << pw << " image " << H << "x" << W << " element " << i;
+                ++cases;
+              }
+  EXPECT_EQ(cases, 461);  // the transposed geometries with a non-empty output
+}
+
+// The reproducer: W = 1, stride 2, padding 1 lies in stride phase 1 only.
+TEST(ConvGeometrySweep, TransposeZeroesPositionsNoInputReaches) {
+  lanes::ConvTranspose2dOptions t;
+  t.stride = {1, 2};
+  t.padding = {0, 1};
+  const Tensor y = lanes::conv_transpose2d(lanes::ones({1, 3, 2}, DType::Float64),
+                                           lanes::ones({1, 1, 1, 1}, DType::Float64), t);
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 1}));
+  // Output column 0 is padded position 1, which input column w reaches at 2 w: never.
+  for (double v : y.to_vector<double>()) EXPECT_EQ(v, 0.0);
+}
+
 // Results do not depend on the thread count (work splitting differs, sums are the same up to
 // rounding in float64).
 TEST(ConvThreads, OneThreadMatchesAll) {

@@ -108,7 +108,10 @@ Layout layout(const Geometry& g) {
     for (int64_t h = 0; h < g.H; ++h) {
       const int64_t hp = h + ph, src = (c * g.H + h) * g.W;
       const int64_t dst = ((c * sh + hp % sh) * sw * g.Hq + hp / sh) * g.Wq;
-      for (int64_t phase = 0; phase < std::min(sw, g.W); ++phase) {
+      // Every phase, not the first min(sw, W): with padding, the phases an image row touches
+      // need not be the first ones (W = 1, pw = 1, sw = 2 lives in phase 1 only), and a phase
+      // left out was read as padding and never written back by col2im.
+      for (int64_t phase = 0; phase < sw; ++phase) {
         const int64_t w0 =
             ((phase - pw) % sw + sw) % sw;  // the first w with (w + pw) % sw == phase
         if (w0 < g.W)
