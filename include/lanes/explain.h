@@ -30,6 +30,9 @@ struct Explanation {
   Graph batched;                      // what runs on the batch
   std::vector<Broadcast> broadcasts;
   std::vector<std::string> fallbacks;  // primitives run by the per-example loop
+  // How each batched cond or while ran: its strategy ("select", "partition", "mask",
+  // "compact") and the lane counts behind the choice.
+  std::vector<std::string> control_flow;
   int64_t materialized_bytes() const;
 };
 

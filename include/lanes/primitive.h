@@ -15,11 +15,14 @@
 #include <iosfwd>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lanes/tensor.h"
 
 namespace lanes {
+
+struct Graph;
 
 /// What a value is before it has data: the result of a shape/dtype rule.
 struct TensorType {
@@ -49,6 +52,10 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   /// name and params compute the same function (used for printing and common-subexpression
   /// elimination).
   virtual std::string params() const { return {}; }
+
+  /// The graphs a control-flow primitive holds (cond's branches, a loop's body), named, for the
+  /// printer. They are closed: what they read from outside comes in as inputs of the node.
+  virtual std::vector<std::pair<std::string, const Graph*>> subgraphs() const { return {}; }
 
   /// Shape/dtype rule. Validates the inputs (throws lanes::Error naming the op, the shapes and the
   /// argument) and returns the type of each output. eval may assume it passed.

@@ -118,6 +118,13 @@ class Tensor {
 
   /// This tensor if contiguous, else a contiguous copy.
   Tensor contiguous() const;
+
+  /// numpy's x[i]: slice i of axis 0 (negative i counts from the end), a view.
+  Tensor operator[](int64_t i) const;
+  Tensor operator[](int i) const { return (*this)[int64_t(i)]; }
+  /// x[i] for a 0-d integer tensor i (traced under a transform, e.g. a loop counter): a dynamic
+  /// slice, clamped to the valid range (negative i counts from the end).
+  Tensor operator[](const Tensor& i) const;
   /// Another view of the same storage.
   Tensor view(Shape shape, Strides strides, int64_t offset) const;
 

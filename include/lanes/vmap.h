@@ -73,9 +73,24 @@ enum class Fallback {
   Error,  // throw lanes::Error instead (tf.vectorized_map's fallback_to_while_loop=False)
 };
 
+/// How vmap runs a cond or switch_case whose predicate or index differs between examples.
+enum class CondStrategy {
+  Auto,       // by estimated cost from the branches' work and each call's lane counts
+  Select,     // every branch on every lane, then a per-lane select (jax)
+  Partition,  // each branch on its own lanes only, gathered and scattered back (tf pfor)
+};
+/// How vmap runs a while_loop whose predicate differs between examples.
+enum class LoopStrategy {
+  Auto,     // compacts when the active lanes have fallen to half of those it iterates
+  Mask,     // iterate until every lane is done, updating the active lanes only (jax, torch)
+  Compact,  // gather the active lanes into a smaller batch as soon as some finish (tf pfor)
+};
+
 struct VmapOptions {
   std::optional<int64_t> axis_size;  // the batch size when no argument is mapped
   Fallback fallback = Fallback::Warn;
+  CondStrategy cond = CondStrategy::Auto;
+  LoopStrategy loop = LoopStrategy::Auto;
 };
 
 namespace detail {

@@ -52,23 +52,40 @@ std::string typed(const Graph& g, ValueId v) {
 
 }  // namespace
 
+namespace {
+void print(std::ostream& os, const Graph& g, const std::string& indent);
+}
+
 std::ostream& operator<<(std::ostream& os, const Graph& g) {
+  print(os, g, "");
+  return os;
+}
+
+namespace {
+// Sub-graphs print nested under their node, indented, as jaxprs print cond's branches.
+void print(std::ostream& os, const Graph& g, const std::string& indent) {
   os << "{ lambda ";
   for (const auto& [v, t] : g.constants) os << typed(g, v) << ' ';
   os << ';';
   for (ValueId v : g.inputs) os << ' ' << typed(g, v);
   os << ". let\n";
   for (const Node& n : g.nodes) {
-    os << "    ";
+    os << indent << "    ";
     for (size_t i = 0; i < n.outputs.size(); ++i) os << (i ? " " : "") << typed(g, n.outputs[i]);
     os << " = " << describe(*n.prim);
     for (ValueId v : n.inputs) os << ' ' << var_name(v);
     os << '\n';
+    for (const auto& [name, sub] : n.prim->subgraphs()) {
+      os << indent << "      " << name << " = ";
+      print(os, *sub, indent + "      ");
+      os << '\n';
+    }
   }
-  os << "  in (";
+  os << indent << "  in (";
   for (size_t i = 0; i < g.outputs.size(); ++i) os << (i ? ", " : "") << var_name(g.outputs[i]);
-  return os << ") }";
+  os << ") }";
 }
+}  // namespace
 
 std::vector<Tensor> eval_graph(const Graph& g, const std::vector<Tensor>& inputs) {
   check(inputs.size() == g.inputs.size(), "eval_graph: the graph takes ", g.inputs.size(),

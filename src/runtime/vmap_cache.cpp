@@ -36,6 +36,8 @@ std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const V
     w.add(a.axis.value_or(0));
   }
   w.add(options.fallback == Fallback::Error);
+  w.add(static_cast<int64_t>(options.cond));  // control-flow nodes carry their strategy
+  w.add(static_cast<int64_t>(options.loop));
   w.add(g);
   return std::move(w.key);
 }

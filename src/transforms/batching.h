@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "lanes/graph.h"
 #include "lanes/primitive.h"
 #include "lanes/vmap.h"
 
@@ -10,6 +11,14 @@ namespace lanes::batching {
 
 /// The options of the innermost running vmap (the defaults outside any vmap).
 const VmapOptions& current_options();
+/// Makes `o` the current options while it lives (a control-flow node batching its sub-graphs at
+/// run time uses the options of the vmap that made it).
+struct OptionsScope {
+  explicit OptionsScope(const VmapOptions& o);
+  ~OptionsScope();
+  OptionsScope(const OptionsScope&) = delete;
+  OptionsScope& operator=(const OptionsScope&) = delete;
+};
 
 /// x's value with its batch dim moved to `to` (a view; x must be mapped).
 Tensor move_batch_dim(const Batched& x, int64_t to);
@@ -27,5 +36,16 @@ std::vector<Tensor> align_batch(const std::vector<Batched>& xs, int64_t size, in
 void note_broadcast(const std::string& prim, const Shape& shape, DType dtype, bool materialized);
 /// Reports to lanes::explain a primitive run by the per-example loop.
 void note_fallback(const std::string& prim);
+/// Reports to lanes::explain how a batched cond or while ran: "cond: partition (...)".
+void note_control_flow(const std::string& what);
 
 }  // namespace lanes::batching
+
+namespace lanes::detail {
+class VmapRecord;
+/// The core of vmap: runs g's batching rules on inputs holding `size` examples (each with its
+/// batch dim, or unmapped) and returns the outputs with theirs. Ops on traced inputs record,
+/// which is how a control-flow primitive batches its sub-graphs.
+std::vector<Batched> batch_graph(const Graph& g, std::vector<Batched> inputs, int64_t size,
+                                 VmapRecord* record = nullptr);
+}  // namespace lanes::detail

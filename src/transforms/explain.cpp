@@ -51,6 +51,9 @@ void note_broadcast(const std::string& prim, const Shape& shape, DType dtype, bo
 void note_fallback(const std::string& prim) {
   if (recording) recording->fallbacks.push_back(prim);
 }
+void note_control_flow(const std::string& what) {
+  if (recording) recording->control_flow.push_back(what);
+}
 }  // namespace batching
 
 std::ostream& operator<<(std::ostream& os, const Explanation& e) {
@@ -71,7 +74,10 @@ std::ostream& operator<<(std::ostream& os, const Explanation& e) {
   for (const auto& b : e.broadcasts)
     os << "\n  in " << b.where << ": " << shape_str(b.shape) << ", "
        << (b.materialized ? "copied, " + std::to_string(b.bytes) + " bytes" : "a view (no copy)");
-  os << "\nmaterialized: " << e.materialized_bytes() << " bytes\nfallbacks: ";
+  os << "\nmaterialized: " << e.materialized_bytes() << " bytes\ncontrol flow: ";
+  if (e.control_flow.empty()) os << "none";
+  for (const auto& c : e.control_flow) os << "\n  " << c;
+  os << "\nfallbacks: ";
   if (e.fallbacks.empty()) os << "none";
   for (const auto& f : e.fallbacks) os << f << ' ';
   return os << '\n';

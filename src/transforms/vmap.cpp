@@ -11,15 +11,13 @@ namespace lanes {
 namespace {
 thread_local std::vector<const VmapOptions*> options_stack;
 
-struct OptionsScope {
-  explicit OptionsScope(const VmapOptions& o) { options_stack.push_back(&o); }
-  ~OptionsScope() { options_stack.pop_back(); }
-};
-
 int64_t normalize(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 }  // namespace
 
 namespace batching {
+
+OptionsScope::OptionsScope(const VmapOptions& o) { options_stack.push_back(&o); }
+OptionsScope::~OptionsScope() { options_stack.pop_back(); }
 
 const VmapOptions& current_options() {
   static const VmapOptions defaults;
@@ -166,27 +164,14 @@ std::vector<bool> live_nodes(const Graph& g) {
 
 }  // namespace
 
-std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
-                             const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
-                             const VmapOptions& options) {
-  if (has_calls(g)) return run_vmap(inline_calls(g), leaves, plan, out_axes, options);
-  OptionsScope scope(options);
-  VmapRecord record(g, plan.size);
+std::vector<Batched> batch_graph(const Graph& g, std::vector<Batched> inputs, int64_t size,
+                                 VmapRecord* record) {
+  if (has_calls(g)) return batch_graph(inline_calls(g), std::move(inputs), size, record);
+  check(inputs.size() == g.inputs.size(), "vmap: the graph takes ", g.inputs.size(),
+        " inputs, got ", inputs.size());
   std::vector<Batched> env(g.types.size());
   for (const auto& [v, t] : g.constants) env[v] = {t, kNotMapped};
-  const size_t n_explicit = g.num_explicit_inputs();
-  for (size_t i = 0; i < n_explicit; ++i) {
-    Batched b{leaves[i], plan.dims[i]};
-    // A mapped axis of size 1 broadcasts: the one example is shared by all (as tf does).
-    if (b.mapped() && leaves[i].shape()[b.dim] == 1 && plan.size != 1) {
-      b = {squeeze(leaves[i], b.dim), kNotMapped};
-    }
-    record.value(g.inputs[i], b.dim);
-    env[g.inputs[i]] = std::move(b);
-  }
-  for (size_t i = n_explicit; i < g.inputs.size(); ++i)
-    env[g.inputs[i]] = {g.captured[i - n_explicit], kNotMapped};
-
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = std::move(inputs[i]);
   std::vector<Batched> args;
   std::vector<Tensor> plain;
   const std::vector<bool> live = live_nodes(g);
@@ -205,21 +190,45 @@ std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
     if (!any_mapped) {
       for (Tensor& t : lanes::bind(n.prim, plain)) outs.push_back({std::move(t), kNotMapped});
     } else {
-      outs = n.prim->batch(args, plan.size);
+      outs = n.prim->batch(args, size);
       if (outs.size() != n.outputs.size())
         fail(describe(*n.prim), ": batching rule gave ", outs.size(), " outputs, expected ",
              n.outputs.size());
     }
-    for (size_t k = 0; k < outs.size(); ++k) {
-      record.value(n.outputs[k], outs[k].dim);
-      env[n.outputs[k]] = std::move(outs[k]);
-    }
+    for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
   }
+  std::vector<Batched> outputs;
+  for (ValueId v : g.outputs) outputs.push_back(env[v]);
+  if (record)
+    for (size_t i = 0; i < g.types.size(); ++i)
+      if (env[i].value.defined()) record->value(ValueId(i), env[i].dim);
+  return outputs;
+}
+
+std::vector<Tensor> run_vmap(const Graph& g, const std::vector<Tensor>& leaves,
+                             const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
+                             const VmapOptions& options) {
+  if (has_calls(g)) return run_vmap(inline_calls(g), leaves, plan, out_axes, options);
+  batching::OptionsScope scope(options);
+  VmapRecord record(g, plan.size);
+  std::vector<Batched> inputs;
+  const size_t n_explicit = g.num_explicit_inputs();
+  for (size_t i = 0; i < n_explicit; ++i) {
+    Batched b{leaves[i], plan.dims[i]};
+    // A mapped axis of size 1 broadcasts: the one example is shared by all (as tf does).
+    if (b.mapped() && leaves[i].shape()[b.dim] == 1 && plan.size != 1) {
+      b = {squeeze(leaves[i], b.dim), kNotMapped};
+    }
+    inputs.push_back(std::move(b));
+  }
+  for (size_t i = n_explicit; i < g.inputs.size(); ++i)
+    inputs.push_back({g.captured[i - n_explicit], kNotMapped});
+  const std::vector<Batched> env_out = batch_graph(g, std::move(inputs), plan.size, &record);
   check(out_axes.size() == g.outputs.size(), "vmap: out_axes gives ", out_axes.size(), " axes for ",
         g.outputs.size(), " outputs");
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < g.outputs.size(); ++i)
-    outputs.push_back(place_output(env[g.outputs[i]], out_axes[i], plan.size));
+    outputs.push_back(place_output(env_out[i], out_axes[i], plan.size));
   return outputs;
 }
 

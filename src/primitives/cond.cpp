@@ -1,0 +1,313 @@
+// cond / switch_case: every rule in one place (shape, eval, batch, jvp, vjp).
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "lanes/ops.h"
+#include "primitives/control_flow.h"
+#include "transforms/batching.h"
+#include "transforms/explain_recorder.h"
+
+namespace lanes::prim {
+
+namespace {
+
+// Fixed cost of running one partitioned branch (gathers, a graph call), in element operations:
+// a few microseconds.
+constexpr double kBranchOverhead = 20000;
+
+Shape with_lanes(Shape s, int64_t size) {
+  s.insert(s.begin(), size);
+  return s;
+}
+
+std::string lane_counts(const std::vector<int64_t>& counts) {
+  std::string s;
+  for (size_t k = 0; k < counts.size(); ++k) s += (k ? ", " : "") + std::to_string(counts[k]);
+  return s;
+}
+
+// Rows of `from` (n lanes, contiguous) into rows lanes[0..n) of `into` (contiguous, owned).
+void scatter_rows(const Tensor& from, const std::vector<int64_t>& lanes, int64_t n, Tensor& into) {
+  const Tensor src = from.contiguous();
+  const int64_t rows = into.shape(0);
+  const size_t row = rows == 0 ? 0 : size_t(into.numel() / rows) * dtype_size(into.dtype());
+  const char* s = static_cast<const char*>(src.raw_data());
+  char* d = static_cast<char*>(into.raw_mutable_data());
+  for (int64_t j = 0; j < n; ++j) std::memcpy(d + lanes[j] * row, s + j * row, row);
+}
+
+}  // namespace
+
+Cond::Cond(std::vector<GraphPtr> branches, Lanes lanes)
+    : branches_(std::move(branches)), lanes_(std::move(lanes)) {
+  check(!branches_.empty(), "cond: no branches");
+  for (const GraphPtr& b : branches_) {
+    if (lanes_.on())
+      lane_runners_.push_back(
+          std::make_shared<detail::LaneRunners>(b, lanes_.mapped, lanes_.options));
+    else
+      runners_.push_back(std::make_shared<detail::GraphRunner>(b));
+  }
+}
+
+std::string Cond::params() const {
+  std::string s = "branches=(";
+  for (size_t k = 0; k < branches_.size(); ++k) s += (k ? ", " : "") + detail::ref(*branches_[k]);
+  s += ")";
+  if (!lanes_.on()) return s;
+  static const char* names[] = {"auto", "select", "partition"};
+  s += ", lanes=" + std::to_string(lanes_.size) + ", mapped=";
+  for (bool m : lanes_.mapped) s += m ? '1' : '0';
+  return s + ", strategy=" + names[int(lanes_.options.cond)];
+}
+
+std::vector<std::pair<std::string, const Graph*>> Cond::subgraphs() const {
+  std::vector<std::pair<std::string, const Graph*>> out;
+  for (size_t k = 0; k < branches_.size(); ++k)
+    out.emplace_back("branch " + std::to_string(k), branches_[k].get());
+  return out;
+}
+
+std::vector<TensorType> Cond::infer(const std::vector<TensorType>& in) const {
+  const Graph& g0 = *branches_[0];
+  check(in.size() == 1 + g0.inputs.size(), "cond: ", in.size() - 1, " operands for branches of ",
+        g0.inputs.size());
+  const Shape index_shape = lanes_.on() ? Shape{lanes_.size} : Shape{};
+  check(is_integral(in[0].dtype) && in[0].shape == index_shape, "cond: the index must be ",
+        lanes_.on() ? "a vector of one integer per lane" : "a 0-d integer", ", got shape ",
+        fmt(in[0].shape), " ", dtype_name(in[0].dtype));
+  for (size_t i = 0; i < g0.inputs.size(); ++i) {
+    TensorType want = g0.types[g0.inputs[i]];
+    if (lanes_.on() && lanes_.mapped[i]) want.shape = with_lanes(want.shape, lanes_.size);
+    check(in[1 + i] == want, "cond: operand ", i, " is ", fmt(in[1 + i].shape), " ",
+          dtype_name(in[1 + i].dtype), ", the branches take ", fmt(want.shape), " ",
+          dtype_name(want.dtype));
+  }
+  std::vector<TensorType> out = detail::output_types(g0);
+  if (lanes_.on())
+    for (TensorType& t : out) t.shape = with_lanes(t.shape, lanes_.size);
+  return out;
+}
+
+std::vector<Tensor> Cond::eval(const std::vector<Tensor>& in) const {
+  if (lanes_.on()) return eval_lanes(in);
+  const int64_t k = std::clamp<int64_t>(in[0].item<int64_t>(), 0, int64_t(branches_.size()) - 1);
+  return (*runners_[k])(std::vector<Tensor>(in.begin() + 1, in.end()));
+}
+
+// Each lane takes its own branch. Select runs every branch that some lane takes on all lanes and
+// picks per lane; partition gathers each branch's lanes (rounded up to a lane bucket with copies
+// of one of them), runs the branch on those and scatters the rows back. Auto compares the two by
+// the branches' work and this call's lane counts, and always partitions around a loop (a lane
+// must never run a loop of a branch it did not take: it may not end).
+std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
+  const int64_t B = lanes_.size, K = int64_t(branches_.size());
+  const std::vector<Tensor> ops(in.begin() + 1, in.end());
+  std::vector<int64_t> index = in[0].to_vector<int64_t>();
+  std::vector<std::vector<int64_t>> lanes(K);
+  for (int64_t b = 0; b < B; ++b) lanes[std::clamp<int64_t>(index[b], 0, K - 1)].push_back(b);
+  std::vector<int64_t> counts, taken;
+  for (int64_t k = 0; k < K; ++k) {
+    counts.push_back(int64_t(lanes[k].size()));
+    if (!lanes[k].empty()) taken.push_back(k);
+  }
+  const std::vector<TensorType> out_types = detail::output_types(*branches_[0]);
+  if (taken.size() <= 1) {  // one branch for every lane (or no lanes): both strategies agree
+    if (detail::explaining())
+      batching::note_control_flow(
+          "cond: every lane takes one branch (lanes per branch: " + lane_counts(counts) + ")");
+    if (taken.empty()) {
+      std::vector<Tensor> out;
+      for (const TensorType& t : out_types) out.push_back(zeros(with_lanes(t.shape, 0), t.dtype));
+      return out;
+    }
+    return lane_runners_[taken[0]]->run(B, ops);
+  }
+  bool partition = lanes_.options.cond == CondStrategy::Partition;
+  if (lanes_.options.cond == CondStrategy::Auto) {
+    double out_elems = 0, moved = 0;
+    for (const TensorType& t : out_types) out_elems += double(shape_numel(t.shape));
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (lanes_.mapped[i]) moved += double(ops[i].numel()) / double(B);
+    double select = double(B) * out_elems * double(taken.size() - 1), part = 0;
+    for (int64_t k : taken) {
+      const double w = detail::work_of(*branches_[k]);
+      partition = partition || detail::holds_loop(*branches_[k]);
+      select += double(B) * w;
+      part += kBranchOverhead + double(counts[k]) * (w + moved + out_elems);
+    }
+    partition = partition || part < select;
+  }
+  if (detail::explaining())
+    batching::note_control_flow(std::string("cond: ") + (partition ? "partition" : "select") +
+                                " (lanes per branch: " + lane_counts(counts) + ")");
+  if (!partition) {
+    std::vector<Tensor> out;
+    for (int64_t k : taken) {
+      const std::vector<Tensor> outs = lane_runners_[k]->run(B, ops);
+      if (out.empty()) {
+        out = outs;
+        continue;
+      }
+      std::vector<bool> mine(B, false);
+      for (int64_t b : lanes[k]) mine[b] = true;
+      const Tensor pick = tensor(mine, {B});
+      for (size_t j = 0; j < out.size(); ++j) {
+        Shape s(out[j].ndim(), 1);
+        s[0] = B;
+        out[j] = where(reshape(pick, s), outs[j], out[j]);
+      }
+    }
+    return out;
+  }
+  std::vector<Tensor> out;
+  for (const TensorType& t : out_types)
+    out.push_back(Tensor::empty(with_lanes(t.shape, B), t.dtype));
+  for (int64_t k : taken) {
+    const int64_t n = counts[k], nb = std::min(B, detail::lane_bucket(n));
+    std::vector<int64_t> rows = lanes[k];
+    if (nb == B) {
+      rows.resize(B);
+      std::iota(rows.begin(), rows.end(), 0);
+    } else {
+      rows.resize(nb, lanes[k][0]);  // padding lanes repeat a real one: same work, no surprises
+    }
+    std::vector<Tensor> args = ops;
+    if (nb != B) {
+      const Tensor idx = tensor(rows, {nb});
+      for (size_t i = 0; i < args.size(); ++i)
+        if (lanes_.mapped[i]) args[i] = take(args[i], idx, 0);
+    }
+    const std::vector<Tensor> outs = lane_runners_[k]->run(nb, args);
+    for (size_t j = 0; j < out.size(); ++j)
+      scatter_rows(outs[j], nb == B ? lanes[k] : rows, n, out[j]);
+  }
+  return out;
+}
+
+// ---- vmap -------------------------------------------------------------------------------------
+
+std::vector<Batched> Cond::batch(const std::vector<Batched>& in, int64_t size) const {
+  const std::vector<Batched> operands(in.begin() + 1, in.end());
+  if (lanes_.on()) {  // a lane node under another vmap: one lane dim of size * lanes
+    std::vector<bool> inner = lanes_.mapped, mapped;
+    std::vector<Tensor> args = merge_lanes({in[0]}, {true}, lanes_.size, size);
+    const std::vector<Tensor> ops = merge_lanes(operands, inner, lanes_.size, size);
+    args.insert(args.end(), ops.begin(), ops.end());
+    for (size_t i = 0; i < operands.size(); ++i) mapped.push_back(inner[i] || operands[i].mapped());
+    const auto node =
+        std::make_shared<const Cond>(branches_, Lanes{size * lanes_.size, mapped, lanes_.options});
+    std::vector<Batched> out;
+    for (const Tensor& y : lanes::bind(node, args)) {
+      Shape s = y.shape();
+      s[0] = lanes_.size;
+      s.insert(s.begin(), size);
+      out.push_back({reshape(y, s), 0});
+    }
+    return out;
+  }
+  std::vector<bool> mapped;
+  const std::vector<Tensor> ops = lanes_first(operands, mapped);
+  if (in[0].mapped()) {  // each example takes its own branch: a lane node
+    std::vector<Tensor> args{batching::move_batch_dim(in[0], 0)};
+    args.insert(args.end(), ops.begin(), ops.end());
+    const auto node =
+        std::make_shared<const Cond>(branches_, Lanes{size, mapped, batching::current_options()});
+    std::vector<Batched> out;
+    for (Tensor& y : lanes::bind(node, args)) out.push_back({std::move(y), 0});
+    return out;
+  }
+  // One branch for the whole batch: control flow over batched branches, which agree on which
+  // outputs are mapped.
+  std::vector<bool> force(branches_[0]->outputs.size(), false);
+  for (const GraphPtr& b : branches_) {
+    const std::vector<bool> m = detail::mapped_outputs(*b, mapped, size);
+    for (size_t k = 0; k < m.size(); ++k) force[k] = force[k] || m[k];
+  }
+  std::vector<detail::Closed> closed;
+  for (const GraphPtr& b : branches_)
+    closed.push_back(detail::batch_subgraph(*b, mapped, size, force).closed);
+  Widened w = widen_all(std::move(closed), ops);
+  std::vector<Tensor> args{in[0].value};
+  args.insert(args.end(), w.operands.begin(), w.operands.end());
+  std::vector<Batched> out;
+  const std::vector<Tensor> ys = lanes::bind(std::make_shared<const Cond>(w.graphs), args);
+  for (size_t k = 0; k < ys.size(); ++k) out.push_back({ys[k], force[k] ? 0 : kNotMapped});
+  return out;
+}
+
+// ---- derivatives: a cond of the branches' derivatives, with the same index --------------------
+
+namespace {
+// Binds a cond of `closed` (one per branch) over index and args, whose lane flags (with lanes)
+// are `mapped` followed by unmapped lifted tensors.
+std::vector<Tensor> bind_like(const Tensor& index, std::vector<detail::Closed> closed,
+                              std::vector<Tensor> args, const Lanes& lanes,
+                              std::vector<bool> mapped) {
+  Widened w = widen_all(std::move(closed), std::move(args));
+  Lanes l = lanes;
+  if (l.on()) {
+    mapped.resize(w.operands.size(), false);
+    l.mapped = std::move(mapped);
+  }
+  w.operands.insert(w.operands.begin(), index);
+  return lanes::bind(std::make_shared<const Cond>(w.graphs, l), w.operands);
+}
+}  // namespace
+
+std::vector<Tensor> Cond::jvp(const std::vector<Tensor>& primals,
+                              const std::vector<Tensor>& tangents,
+                              const std::vector<Tensor>& outputs) const {
+  const Graph& g0 = *branches_[0];
+  const size_t n = g0.inputs.size();
+  std::vector<bool> with(n);
+  std::vector<Tensor> args(primals.begin() + 1, primals.end());
+  std::vector<bool> mapped = lanes_.mapped;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    with[i] = tangents[1 + i].defined() && detail::has_tangent(g0.types[g0.inputs[i]]);
+    any = any || with[i];
+    if (!with[i]) continue;
+    args.push_back(or_zeros(tangents[1 + i], {primals[1 + i].shape(), primals[1 + i].dtype()}));
+    if (lanes_.on()) mapped.push_back(lanes_.mapped[i]);
+  }
+  if (!any) return std::vector<Tensor>(outputs.size());
+  std::vector<detail::Closed> closed;
+  for (const GraphPtr& b : branches_) closed.push_back(detail::jvp_subgraph(*b, with));
+  const std::vector<Tensor> ys = bind_like(primals[0], std::move(closed), args, lanes_, mapped);
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < outputs.size(); ++k)
+    out.push_back(detail::has_tangent(g0.types[g0.outputs[k]]) ? ys[outputs.size() + k] : Tensor());
+  return out;
+}
+
+std::vector<Tensor> Cond::vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                              const std::vector<Tensor>& outputs) const {
+  const Graph& g0 = *branches_[0];
+  const size_t n = g0.inputs.size();
+  std::vector<bool> wrt(n);
+  for (size_t i = 0; i < n; ++i) wrt[i] = detail::has_tangent(g0.types[g0.inputs[i]]);
+  std::vector<Tensor> args(primals.begin() + 1, primals.end());
+  std::vector<bool> mapped = lanes_.mapped;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!detail::has_tangent(g0.types[g0.outputs[k]])) continue;
+    args.push_back(or_zeros(cts[k], {outputs[k].shape(), outputs[k].dtype()}));
+    mapped.push_back(true);  // with lanes every output has them
+  }
+  std::vector<detail::Closed> closed;
+  for (const GraphPtr& b : branches_) closed.push_back(detail::vjp_subgraph(*b, wrt));
+  const std::vector<Tensor> ys = bind_like(primals[0], std::move(closed), args, lanes_, mapped);
+  std::vector<Tensor> out(1 + n);
+  size_t next = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!wrt[i]) continue;
+    Tensor ct = ys[next++];
+    // A lane node gives each lane's cotangent; an operand shared by the lanes gets their sum.
+    if (lanes_.on() && !lanes_.mapped[i]) ct = sum(ct, Axes{0});
+    out[1 + i] = ct;
+  }
+  return out;
+}
+
+}  // namespace lanes::prim

@@ -1,0 +1,71 @@
+// Helpers shared by the control-flow primitives' rules (cond.cpp, while.cpp, scan.cpp).
+#include "primitives/control_flow.h"
+
+#include "lanes/ops.h"
+#include "transforms/batching.h"
+
+namespace lanes::prim {
+
+Widened widen_all(std::vector<detail::Closed> closed, std::vector<Tensor> operands) {
+  const size_t n = operands.size();
+  std::vector<std::vector<TensorType>> lifted_types;
+  for (const detail::Closed& c : closed) {
+    std::vector<TensorType> types;
+    for (const Tensor& t : c.lifted) types.push_back({t.shape(), t.dtype()});
+    lifted_types.push_back(std::move(types));
+  }
+  Widened w;
+  for (size_t k = 0; k < closed.size(); ++k) {
+    std::vector<TensorType> before, after;
+    for (size_t j = 0; j < closed.size(); ++j) {
+      auto& into = j < k ? before : after;
+      if (j != k) into.insert(into.end(), lifted_types[j].begin(), lifted_types[j].end());
+    }
+    const detail::GraphPtr mid = detail::with_unused_inputs(*closed[k].graph, n, before);
+    w.graphs.push_back(detail::with_unused_inputs(*mid, mid->inputs.size(), after));
+  }
+  w.operands = std::move(operands);
+  for (detail::Closed& c : closed)
+    w.operands.insert(w.operands.end(), c.lifted.begin(), c.lifted.end());
+  return w;
+}
+
+std::vector<Tensor> lanes_first(const std::vector<Batched>& in, std::vector<bool>& mapped) {
+  std::vector<Tensor> out;
+  mapped.clear();
+  for (const Batched& b : in) {
+    mapped.push_back(b.mapped());
+    out.push_back(b.mapped() ? batching::move_batch_dim(b, 0) : b.value);
+  }
+  return out;
+}
+
+Tensor or_zeros(const Tensor& t, const TensorType& type) {
+  if (t.defined()) return t.dtype() == type.dtype ? t : cast(t, type.dtype);
+  return broadcast_to(scalar(0.0, type.dtype), type.shape);
+}
+
+std::vector<Tensor> merge_lanes(const std::vector<Batched>& in, const std::vector<bool>& inner,
+                                int64_t size, int64_t size2) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Batched& b = in[i];
+    if (!inner[i] && !b.mapped()) {
+      out.push_back(b.value);
+      continue;
+    }
+    // (size2, size, ...) with both lane dims in front, broadcast where one is missing.
+    Tensor x = b.mapped() ? batching::move_batch_dim(b, 0) : expand_dims(b.value, 0);
+    if (!inner[i]) x = expand_dims(x, 1);
+    Shape full = x.shape();
+    full[0] = size2;
+    full[1] = size;
+    x = broadcast_to(x, full);
+    Shape merged(full.begin() + 1, full.end());
+    merged[0] = size2 * size;
+    out.push_back(reshape(x, merged));
+  }
+  return out;
+}
+
+}  // namespace lanes::prim

@@ -1,0 +1,130 @@
+// Control-flow primitives: cond (and switch_case), while and scan. Each holds closed sub-graphs
+// (src/transforms/subgraphs.h) and keeps every rule for them in its own file, as jax keeps
+// lax/control_flow/{conditionals,loops}.py: cond.cpp, while.cpp, scan.cpp.
+//
+// Under vmap a cond or while whose predicate is the same for every example stays control flow
+// over batched sub-graphs. One whose predicate differs per example becomes a *lane* node: it
+// holds the per-example sub-graphs, which operands carry a leading lane dim, and the strategy,
+// and decides at run time how to run the lanes (cond: select or partition; while: mask or
+// compact). Its derivative rules build lane nodes of the sub-graphs' derivatives, so a lane's
+// gradient only ever meets the branch it took.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "lanes/primitive.h"
+#include "lanes/vmap.h"
+#include "transforms/subgraphs.h"
+
+namespace lanes::prim {
+
+using detail::GraphPtr;
+
+/// A lane node's batch: `size` lanes; operand i has a leading lane dim when mapped[i]. size 0
+/// means a plain node (no lanes).
+struct Lanes {
+  int64_t size = 0;
+  std::vector<bool> mapped;
+  VmapOptions options;  // of the vmap that made the node (strategies, fallback)
+  bool on() const { return size > 0; }
+};
+
+/// Inputs (index, operands...): the branch `index` (clamped to the valid range) applied to the
+/// operands. With lanes, index is (size,) and each lane takes its own branch; every output then
+/// has a leading lane dim.
+class Cond : public Primitive {
+ public:
+  Cond(std::vector<GraphPtr> branches, Lanes lanes = {});
+  std::string name() const override { return "cond"; }
+  std::string params() const override;
+  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
+
+ private:
+  std::vector<Tensor> eval_lanes(const std::vector<Tensor>& in) const;
+  std::vector<GraphPtr> branches_;
+  Lanes lanes_;
+  std::vector<std::shared_ptr<detail::GraphRunner>> runners_;       // plain
+  std::vector<std::shared_ptr<detail::LaneRunners>> lane_runners_;  // with lanes
+};
+
+/// Inputs (carry..., consts...): while cond(carry, consts): carry = body(carry, consts). With
+/// lanes every carry is mapped and each lane stops on its own.
+class While : public Primitive {
+ public:
+  While(GraphPtr cond, GraphPtr body, size_t n_carry, Lanes lanes = {});
+  std::string name() const override { return "while"; }
+  std::string params() const override;
+  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
+
+  const GraphPtr& cond() const { return cond_; }
+  const GraphPtr& body() const { return body_; }
+  size_t n_carry() const { return n_carry_; }
+  const Lanes& lanes() const { return lanes_; }
+
+ private:
+  GraphPtr cond_, body_;
+  size_t n_carry_;
+  Lanes lanes_;
+  std::shared_ptr<detail::GraphRunner> cond_runner_, body_runner_;  // plain
+  std::shared_ptr<detail::LaneRunners> cond_lanes_, body_lanes_;    // with lanes
+};
+
+/// Inputs (carry..., consts..., xs...), outputs (carry..., ys...): the body (carry, consts, x_t)
+/// -> (carry, y_t) over t = 0 .. length-1 (or backwards), ys stacked on a new leading axis.
+class Scan : public Primitive {
+ public:
+  Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse);
+  std::string name() const override { return "scan"; }
+  std::string params() const override;
+  std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
+
+ private:
+  GraphPtr body_;
+  size_t n_carry_, n_consts_;
+  int64_t length_;
+  bool reverse_;
+  std::shared_ptr<detail::GraphRunner> runner_;
+};
+
+/// Binds a control-flow node whose sub-graphs were closed apart: each Closed's lifted tensors are
+/// appended to the operands, and every graph is widened to take them all. Returns the outputs.
+/// `graphs` all take `operands` first.
+struct Widened {
+  std::vector<GraphPtr> graphs;
+  std::vector<Tensor> operands;
+};
+Widened widen_all(std::vector<detail::Closed> closed, std::vector<Tensor> operands);
+
+/// Helpers shared by the control-flow rules.
+/// Each operand with its lane dim at 0 (unmapped ones stay as they are) and the flags.
+std::vector<Tensor> lanes_first(const std::vector<Batched>& in, std::vector<bool>& mapped);
+/// Zeros where a tangent or cotangent is undefined.
+Tensor or_zeros(const Tensor& t, const TensorType& type);
+/// A lane node's operands for `size2` outer lanes of a node of `size` inner lanes: both lane
+/// dims merged into one of size2 * size (the rule of a lane node under another vmap).
+std::vector<Tensor> merge_lanes(const std::vector<Batched>& in, const std::vector<bool>& inner,
+                                int64_t size, int64_t size2);
+
+}  // namespace lanes::prim
