@@ -72,7 +72,7 @@ TEST(Cond, BranchesMustAgree) {
   } catch (const lanes::Error& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("the true branch"), std::string::npos) << m;
-    EXPECT_NE(m.find("(3)"), std::string::npos) << m;
+    EXPECT_NE(m.find("(3,)"), std::string::npos) << m;
     EXPECT_NE(m.find("()"), std::string::npos) << m;
   }
   EXPECT_THROW(lanes::cond(
@@ -155,7 +155,7 @@ TEST(Cond, SwitchClampsAndNestedVmapAndJvp) {
         .second;
   };
   const Tensor t = lanes::vmap(lanes::vmap(tangent))(idx, xs);
-  expect_near(t, {1, 2, 4, std::cos(3.0), std::cos(4.0), 10}, 1e-15, "jvp");
+  expect_near(t, {1, 1, 4, std::cos(3.0), std::cos(4.0), 10}, 1e-15, "jvp");
 }
 
 TEST(Cond, HessianThroughCond) {
@@ -219,7 +219,7 @@ TEST(While, ExplainNamesTheStrategy) {
   std::ostringstream os;
   os << lanes::explain(lanes::vmap(f, 0, 0, with(lanes::LoopStrategy::Compact)),
                        f64({1, 2, 1e8, 4, 5, 6, 7, 8}));
-  EXPECT_NE(os.str().find("while: compact"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("each stopping on its own: compact"), std::string::npos) << os.str();
 }
 
 // y = x^k with k the number of doublings until y > 100 (data-dependent trip count).

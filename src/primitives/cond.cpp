@@ -21,12 +21,6 @@ Shape with_lanes(Shape s, int64_t size) {
   return s;
 }
 
-std::string lane_counts(const std::vector<int64_t>& counts) {
-  std::string s;
-  for (size_t k = 0; k < counts.size(); ++k) s += (k ? ", " : "") + std::to_string(counts[k]);
-  return s;
-}
-
 // Rows of `from` (n lanes, contiguous) into rows lanes[0..n) of `into` (contiguous, owned).
 void scatter_rows(const Tensor& from, const std::vector<int64_t>& lanes, int64_t n, Tensor& into) {
   const Tensor src = from.contiguous();
@@ -114,9 +108,6 @@ std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
   }
   const std::vector<TensorType> out_types = detail::output_types(*branches_[0]);
   if (taken.size() <= 1) {  // one branch for every lane (or no lanes): both strategies agree
-    if (detail::explaining())
-      batching::note_control_flow(
-          "cond: every lane takes one branch (lanes per branch: " + lane_counts(counts) + ")");
     if (taken.empty()) {
       std::vector<Tensor> out;
       for (const TensorType& t : out_types) out.push_back(zeros(with_lanes(t.shape, 0), t.dtype));
@@ -139,9 +130,6 @@ std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
     }
     partition = partition || part < select;
   }
-  if (detail::explaining())
-    batching::note_control_flow(std::string("cond: ") + (partition ? "partition" : "select") +
-                                " (lanes per branch: " + lane_counts(counts) + ")");
   if (!partition) {
     std::vector<Tensor> out;
     for (int64_t k : taken) {
@@ -188,6 +176,20 @@ std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
 
 // ---- vmap -------------------------------------------------------------------------------------
 
+std::string Cond::explain_lanes(int64_t size) const {
+  const CondStrategy s = batching::current_options().cond;
+  bool loop = false;
+  for (const GraphPtr& b : branches_) loop = loop || detail::holds_loop(*b);
+  const std::string what =
+      "cond over " + std::to_string(size) + " lanes, each taking its own branch: ";
+  if (s == CondStrategy::Select) return what + "select (every branch on every lane)";
+  if (s == CondStrategy::Partition || loop)
+    return what + "partition (each branch on its own lanes" +
+           (s == CondStrategy::Auto ? ", since a branch holds a loop)" : ")");
+  return what + "auto (select or partition, chosen on each call from the branches' work and " +
+         "the lanes each takes)";
+}
+
 std::vector<Batched> Cond::batch(const std::vector<Batched>& in, int64_t size) const {
   const std::vector<Batched> operands(in.begin() + 1, in.end());
   if (lanes_.on()) {  // a lane node under another vmap: one lane dim of size * lanes
@@ -210,6 +212,7 @@ std::vector<Batched> Cond::batch(const std::vector<Batched>& in, int64_t size) c
   std::vector<bool> mapped;
   const std::vector<Tensor> ops = lanes_first(operands, mapped);
   if (in[0].mapped()) {  // each example takes its own branch: a lane node
+    if (detail::explaining()) batching::note_control_flow(explain_lanes(size));
     std::vector<Tensor> args{batching::move_batch_dim(in[0], 0)};
     args.insert(args.end(), ops.begin(), ops.end());
     const auto node =
@@ -220,6 +223,8 @@ std::vector<Batched> Cond::batch(const std::vector<Batched>& in, int64_t size) c
   }
   // One branch for the whole batch: control flow over batched branches, which agree on which
   // outputs are mapped.
+  if (detail::explaining())
+    batching::note_control_flow("cond: stays a cond (the index is the same for every example)");
   std::vector<bool> force(branches_[0]->outputs.size(), false);
   for (const GraphPtr& b : branches_) {
     const std::vector<bool> m = detail::mapped_outputs(*b, mapped, size);

@@ -49,6 +49,7 @@ class Cond : public Primitive {
 
  private:
   std::vector<Tensor> eval_lanes(const std::vector<Tensor>& in) const;
+  std::string explain_lanes(int64_t size) const;  // for lanes::explain
   std::vector<GraphPtr> branches_;
   Lanes lanes_;
   std::vector<std::shared_ptr<detail::GraphRunner>> runners_;       // plain

@@ -51,7 +51,7 @@ class LaneLoop {
     for (const Tensor& c : work) result.push_back(Tensor::empty(c.shape(), c.dtype()));
     std::vector<int64_t> lane(B);  // working position -> lane; the first `real` are distinct
     for (int64_t b = 0; b < B; ++b) lane[b] = b;
-    int64_t real = B, width = B, iterations = 0, compactions = 0;
+    int64_t real = B, width = B;
     std::vector<bool> done(B, false);
     for (;;) {
       const std::vector<bool> pred = flags(cond_.run(width, concat_args(work, consts_w))[0]);
@@ -76,16 +76,9 @@ class LaneLoop {
         real = int64_t(active.size());
         width = nb;
         done.assign(nb, false);
-        ++compactions;
       }
       work = body_.run(width, concat_args(work, consts_w));
-      ++iterations;
     }
-    if (detail::explaining())
-      batching::note_control_flow(std::string("while: ") +
-                                  (compact_below > 0 ? "compact" : "mask") + " (" +
-                                  std::to_string(B) + " lanes, " + std::to_string(iterations) +
-                                  " iterations, " + std::to_string(compactions) + " compactions)");
     return result;
   }
 
@@ -368,6 +361,17 @@ std::vector<Batched> While::batch(const std::vector<Batched>& in, int64_t size) 
   for (size_t i = 0; i < in.size(); ++i)
     args.push_back(!m[i] ? in[i].value : batching::batch_at_front(in[i], size));
   std::vector<Batched> out;
+  if (detail::explaining()) {
+    static const char* how[] = {
+        "auto (compacts when the active lanes fall to half of those it runs)",
+        "mask (every lane runs until the last is done)",
+        "compact (gathers the active lanes as soon as some finish)"};
+    batching::note_control_flow(
+        per_lane
+            ? "while over " + std::to_string(size) +
+                  " lanes, each stopping on its own: " + how[int(batching::current_options().loop)]
+            : std::string("while: stays a while (the predicate is the same for every example)"));
+  }
   if (per_lane) {
     const auto node = std::make_shared<const While>(cond_, body_, nc,
                                                     Lanes{size, m, batching::current_options()});
