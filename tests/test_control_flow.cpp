@@ -158,6 +158,25 @@ TEST(Cond, SwitchClampsAndNestedVmapAndJvp) {
   expect_near(t, {1, 1, 4, std::cos(3.0), std::cos(4.0), 10}, 1e-15, "jvp");
 }
 
+// jax#2947: vmap of a cond whose untaken branch holds a loop that never ends for those lanes
+// hangs under select. Auto partitions around a loop: each lane runs only its own branch.
+TEST(Cond, UntakenLoopNeverRuns) {
+  auto count_down = [](const Tensor& v) {  // ends only for v a non-negative whole number
+    return lanes::while_loop([](const Tensor& c) { return c != 0.0; },
+                             [](const Tensor& c) { return c - 1.0; }, v);
+  };
+  auto f = [&](const Tensor& x) {
+    return lanes::cond(
+        x >= 0.0, [&](const Tensor& v) { return count_down(v) + v * v; },
+        [](const Tensor& v) { return v * 2.0; }, x);
+  };
+  for (auto s : {lanes::CondStrategy::Auto, lanes::CondStrategy::Partition}) {
+    expect_near(lanes::vmap(f, 0, 0, with(s))(f64({3, -1.5, 0, -7})), {9, -3, 0, -14}, 0, "value");
+    expect_near(lanes::vmap(lanes::grad(f), 0, 0, with(s))(f64({3, -1.5, 0, -7})), {7, 2, 1, 2}, 0,
+                "grad");
+  }
+}
+
 TEST(Cond, HessianThroughCond) {
   // f = sum(x^3) if x[0] > 0 else sum(sin x): Hessian diag(6x) or diag(-sin x).
   auto f = [](const Tensor& x) {
