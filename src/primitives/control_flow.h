@@ -81,8 +81,8 @@ class While : public Primitive {
   GraphPtr cond_, body_;
   size_t n_carry_;
   Lanes lanes_;
-  std::shared_ptr<detail::GraphRunner> cond_runner_, body_runner_;  // plain
-  std::shared_ptr<detail::LaneRunners> cond_lanes_, body_lanes_;    // with lanes
+  std::shared_ptr<detail::LoopBody> cond_runner_, body_runner_;   // plain
+  std::shared_ptr<detail::LaneRunners> cond_lanes_, body_lanes_;  // with lanes
 };
 
 /// Inputs (carry..., consts..., xs...), outputs (carry..., ys...): the body (carry, consts, x_t)
@@ -106,7 +106,7 @@ class Scan : public Primitive {
   size_t n_carry_, n_consts_;
   int64_t length_;
   bool reverse_;
-  std::shared_ptr<detail::GraphRunner> runner_;
+  std::shared_ptr<detail::LoopBody> loop_;
 };
 
 /// Binds a control-flow node whose sub-graphs were closed apart: each Closed's lifted tensors are

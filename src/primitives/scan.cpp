@@ -48,6 +48,13 @@ GraphPtr lifted_as_consts(const detail::Closed& c, size_t n_carry, size_t n_cons
   return reordered(*c.graph, order, range(0, c.graph->outputs.size()));
 }
 
+// The consts are the same on every step: what depends on them alone is computed once.
+std::vector<bool> invariant(size_t n, size_t n_carry, size_t n_consts) {
+  std::vector<bool> inv(n, false);
+  for (size_t i = n_carry; i < n_carry + n_consts; ++i) inv[i] = true;
+  return inv;
+}
+
 }  // namespace
 
 Scan::Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse)
@@ -56,7 +63,8 @@ Scan::Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool 
       n_consts_(n_consts),
       length_(length),
       reverse_(reverse),
-      runner_(std::make_shared<detail::GraphRunner>(body_)) {}
+      loop_(std::make_shared<detail::LoopBody>(
+          body_, invariant(body_->inputs.size(), n_carry, n_consts))) {}
 
 std::string Scan::params() const {
   return "body=" + detail::ref(*body_) + ", carry=" + std::to_string(n_carry_) +
@@ -94,11 +102,12 @@ std::vector<Tensor> Scan::eval(const std::vector<Tensor>& in) const {
     out[k] = Tensor::empty(with_length(t.shape, length_), t.dtype);
   }
   for (size_t k = 0; k < n_carry_; ++k) out[k] = in[k];
+  const std::vector<Tensor> hoisted = loop_->start(in);
   for (int64_t s = 0; s < length_; ++s) {
     const int64_t t = reverse_ ? length_ - 1 - s : s;
     for (size_t k = 0; k < n_carry_; ++k) args[k] = out[k];
     for (size_t j = 0; j < xs.size(); ++j) args[n_carry_ + n_consts_ + j] = step_of(xs[j], t);
-    std::vector<Tensor> res = (*runner_)(args);
+    std::vector<Tensor> res = loop_->step(args, hoisted);
     for (size_t k = 0; k < n_carry_; ++k) out[k] = std::move(res[k]);
     for (size_t k = n_carry_; k < out.size(); ++k) {
       const Tensor y = res[k].contiguous();

@@ -1,5 +1,6 @@
 // while (and dynamic fori_loop): every rule in one place, and while_vjp, the reverse pass that
 // records the trip count and the carries (jax has no reverse mode through a while loop).
+#include <algorithm>
 #include <cstring>
 
 #include "lanes/ops.h"
@@ -280,8 +281,10 @@ While::While(GraphPtr cond, GraphPtr body, size_t n_carry, Lanes lanes)
     cond_lanes_ = std::make_shared<detail::LaneRunners>(cond_, lanes_.mapped, lanes_.options);
     body_lanes_ = std::make_shared<detail::LaneRunners>(body_, lanes_.mapped, lanes_.options);
   } else {
-    cond_runner_ = std::make_shared<detail::GraphRunner>(cond_);
-    body_runner_ = std::make_shared<detail::GraphRunner>(body_);
+    std::vector<bool> consts(body_->inputs.size(), true);
+    std::fill(consts.begin(), consts.begin() + int64_t(n_carry_), false);
+    cond_runner_ = std::make_shared<detail::LoopBody>(cond_, consts);
+    body_runner_ = std::make_shared<detail::LoopBody>(body_, consts);
   }
 }
 
@@ -321,8 +324,10 @@ std::vector<Tensor> While::eval(const std::vector<Tensor>& in) const {
   }
   std::vector<Tensor> carry(in.begin(), in.begin() + int64_t(n_carry_));
   const std::vector<Tensor> consts(in.begin() + int64_t(n_carry_), in.end());
-  const detail::GraphRunner &cond = *cond_runner_, &body = *body_runner_;
-  while (cond(concat_args(carry, consts))[0].item<bool>()) carry = body(concat_args(carry, consts));
+  // The invariant parts of cond and body (on the consts alone) are computed once.
+  const std::vector<Tensor> hc = cond_runner_->start(in), hb = body_runner_->start(in);
+  while (cond_runner_->step(concat_args(carry, consts), hc)[0].template item<bool>())
+    carry = body_runner_->step(concat_args(carry, consts), hb);
   return carry;
 }
 

@@ -215,6 +215,62 @@ std::vector<Tensor> LaneRunners::run(int64_t size, const std::vector<Tensor>& in
   return static_cast<const BatchedRunner&>(*r).run(inputs);
 }
 
+SplitBody split_invariant(const Graph& g, const std::vector<bool>& invariant) {
+  std::vector<bool> inv(g.types.size(), false);
+  for (size_t i = 0; i < g.inputs.size(); ++i) inv[g.inputs[i]] = invariant[i];
+  for (const auto& [v, t] : g.constants) inv[v] = true;
+  Graph pre, main;
+  pre.types = main.types = g.types;
+  pre.constants = main.constants = g.constants;
+  std::vector<bool> node_inv(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    bool all = true;
+    for (ValueId v : g.nodes[i].inputs) all = all && inv[v];
+    node_inv[i] = all;
+    for (ValueId v : g.nodes[i].outputs) inv[v] = all;
+    (all ? pre : main).nodes.push_back(g.nodes[i]);
+  }
+  if (pre.nodes.empty()) return {nullptr, std::make_shared<const Graph>(g)};
+  // The hoisted values main reads: outputs of pre's nodes used by main's nodes or returned.
+  std::vector<bool> made(g.types.size(), false), wanted(g.types.size(), false);
+  for (const Node& n : pre.nodes)
+    for (ValueId v : n.outputs) made[v] = true;
+  for (const Node& n : main.nodes)
+    for (ValueId v : n.inputs) wanted[v] = wanted[v] || made[v];
+  for (ValueId v : g.outputs) wanted[v] = wanted[v] || made[v];
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (invariant[i]) pre.inputs.push_back(g.inputs[i]);
+  main.inputs = g.inputs;
+  for (size_t v = 0; v < g.types.size(); ++v)
+    if (wanted[v]) {
+      pre.outputs.push_back(ValueId(v));
+      main.inputs.push_back(ValueId(v));
+    }
+  main.outputs = g.outputs;
+  return {std::make_shared<const Graph>(std::move(pre)),
+          std::make_shared<const Graph>(std::move(main))};
+}
+
+LoopBody::LoopBody(GraphPtr g, std::vector<bool> invariant) : invariant_(std::move(invariant)) {
+  SplitBody s = split_invariant(*g, invariant_);
+  if (s.pre) pre_ = std::make_shared<GraphRunner>(std::move(s.pre));
+  main_ = std::make_shared<GraphRunner>(std::move(s.main));
+}
+
+std::vector<Tensor> LoopBody::start(const std::vector<Tensor>& inputs) const {
+  if (!pre_) return {};
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (invariant_[i]) in.push_back(inputs[i]);
+  return (*pre_)(in);
+}
+
+std::vector<Tensor> LoopBody::step(std::vector<Tensor> inputs,
+                                   const std::vector<Tensor>& hoisted) const {
+  inputs.insert(inputs.end(), hoisted.begin(), hoisted.end());
+  return (*main_)(inputs);
+}
+
 int64_t lane_bucket(int64_t n) {
   if (n <= 16) return n;
   int64_t step = 1;

@@ -91,6 +91,29 @@ class GraphRunner {
   mutable Graph optimized_;
 };
 
+/// A loop body split in two: `pre` computes, from the inputs flagged invariant (a loop's consts),
+/// every value that depends on nothing else; `main` takes g's inputs followed by those values
+/// and computes the rest. A loop runs pre once and main per iteration (loop-invariant code
+/// motion). pre is null when there is nothing to hoist.
+struct SplitBody {
+  GraphPtr pre, main;
+};
+SplitBody split_invariant(const Graph& g, const std::vector<bool>& invariant);
+
+/// Runs a loop body with its invariant part hoisted: start() once per loop with the invariant
+/// inputs, then step() per iteration with all of g's inputs.
+class LoopBody {
+ public:
+  LoopBody(GraphPtr g, std::vector<bool> invariant);
+  /// The hoisted values for these inputs (only the invariant ones are read).
+  std::vector<Tensor> start(const std::vector<Tensor>& inputs) const;
+  std::vector<Tensor> step(std::vector<Tensor> inputs, const std::vector<Tensor>& hoisted) const;
+
+ private:
+  std::vector<bool> invariant_;
+  std::shared_ptr<GraphRunner> pre_, main_;
+};
+
 /// The runners of one per-example graph batched over lane counts, built on first use and kept
 /// (a loop or a partitioned cond meets a few sizes). Every output comes back mapped.
 class LaneRunners {
