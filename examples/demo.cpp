@@ -19,6 +19,7 @@ int main() try {
   tour::jacobian();
   tour::hessian();
   tour::ensemble();
+  tour::control_flow();
   return 0;
 } catch (const lanes::Error& e) {
   std::cout.flush();

@@ -56,5 +56,6 @@ void mlp_per_example_gradients();
 void jacobian();
 void hessian();
 void ensemble();
+void control_flow();
 
 }  // namespace tour
