@@ -52,31 +52,41 @@ class LaneLoop {
     for (const Tensor& c : work) result.push_back(Tensor::empty(c.shape(), c.dtype()));
     std::vector<int64_t> lane(B);  // working position -> lane; the first `real` are distinct
     for (int64_t b = 0; b < B; ++b) lane[b] = b;
-    int64_t real = B, width = B;
-    std::vector<bool> done(B, false);
+    int64_t real = B, width = B, running = B;  // `running`: real lanes not yet done
+    std::vector<uint8_t> done(B, 0);
+    std::vector<int64_t> finished, active;
     for (;;) {
-      const std::vector<bool> pred = flags(cond_.run(width, concat_args(work, consts_w))[0]);
-      std::vector<int64_t> finished, active;
-      for (int64_t j = 0; j < real; ++j) {
-        if (done[j]) continue;
-        (pred[j] ? active : finished).push_back(j);
+      const Tensor pred = cond_.run(width, concat_args(work, consts_w))[0].contiguous();
+      // Branch-free over bytes (bool is one byte here), so the scan over the lanes vectorizes:
+      // with 65536 lanes it was most of a Newton solve's time.
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(pred.data<bool>());
+      int64_t still = 0;
+      for (int64_t j = 0; j < real; ++j) still += p[j] & (done[j] ^ 1);
+      if (still != running) {  // some lanes finished: their carries are final
+        finished.clear();
+        for (int64_t j = 0; j < real; ++j)
+          if ((p[j] | done[j]) == 0) finished.push_back(j);
+        write_back(work, finished, lane, result);
+        for (int64_t j : finished) done[j] = 1;
+        running = still;
       }
-      if (!finished.empty()) write_back(work, finished, lane, result);
-      for (int64_t j : finished) done[j] = true;
-      if (active.empty()) break;
-      if (double(active.size()) < compact_below * double(real)) {
-        const int64_t nb = std::min(width, detail::lane_bucket(int64_t(active.size())));
-        std::vector<int64_t> pos = active, ids;
-        pos.resize(nb, active[0]);  // padding repeats an active lane
-        for (int64_t j : pos) ids.push_back(lane[j]);
-        const Tensor at = tensor(pos, {nb}), of = tensor(ids, {nb});
+      if (running == 0) break;
+      if (double(running) < compact_below * double(real)) {
+        active.clear();
+        for (int64_t j = 0; j < real; ++j)
+          if (!done[j]) active.push_back(j);
+        const int64_t nb = std::min(width, detail::lane_bucket(running));
+        std::vector<int64_t> ids;
+        active.resize(nb, active[0]);  // padding repeats an active lane
+        for (int64_t j : active) ids.push_back(lane[j]);
+        const Tensor at = tensor(active, {nb}), of = tensor(ids, {nb});
         for (Tensor& c : work) c = take(c, at, 0);
         for (size_t i = 0; i < consts.size(); ++i)
           if (lanes_.mapped[nc_ + i]) consts_w[i] = take(consts[i], of, 0);
-        lane = ids;
-        real = int64_t(active.size());
+        lane = std::move(ids);
+        real = running;
         width = nb;
-        done.assign(nb, false);
+        done.assign(nb, 0);
       }
       work = body_.run(width, concat_args(work, consts_w));
     }
@@ -84,10 +94,6 @@ class LaneLoop {
   }
 
  private:
-  static std::vector<bool> flags(const Tensor& pred) {
-    const std::vector<uint8_t> v = pred.to_vector<uint8_t>();
-    return std::vector<bool>(v.begin(), v.end());
-  }
   static void write_back(const std::vector<Tensor>& work, const std::vector<int64_t>& rows,
                          const std::vector<int64_t>& lane, std::vector<Tensor>& result) {
     for (size_t k = 0; k < work.size(); ++k) {
