@@ -177,6 +177,38 @@ TEST(Cond, UntakenLoopNeverRuns) {
   }
 }
 
+// Partition's paths: a cheap branch most lanes take runs on every lane as the base the others
+// are written into; a branch (with a loop, so never the base) taken by nearly every lane runs on
+// all of them; a few lanes are gathered. Each against the per-example loop.
+TEST(Cond, PartitionPathsMatchTheLoop) {
+  auto halve_until_small = [](const Tensor& v) {
+    return lanes::while_loop([](const Tensor& c) { return lanes::abs(c) > 1.0; },
+                             [](const Tensor& c) { return c * 0.5; }, v);
+  };
+  auto f = [&](const Tensor& x) {
+    return lanes::cond(
+        x > 0.0, [&](const Tensor& v) { return halve_until_small(v * 10.0) + v; },
+        [](const Tensor& v) { return v * 3.0; }, x);
+  };
+  for (int64_t positives : {33, 1, 17}) {
+    std::vector<double> xs;
+    for (int64_t b = 0; b < 34; ++b)
+      xs.push_back(b < positives ? 0.1 * double(b + 1) : -0.5 * double(b));
+    std::vector<double> want;
+    for (double x : xs) {
+      if (x <= 0) {
+        want.push_back(x * 3);
+        continue;
+      }
+      double c = x * 10;
+      while (std::abs(c) > 1) c *= 0.5;
+      want.push_back(c + x);
+    }
+    for (auto s : kConds)
+      expect_near(lanes::vmap(f, 0, 0, with(s))(f64(xs)), want, 0, "partition paths");
+  }
+}
+
 TEST(Cond, HessianThroughCond) {
   // f = sum(x^3) if x[0] > 0 else sum(sin x): Hessian diag(6x) or diag(-sin x).
   auto f = [](const Tensor& x) {

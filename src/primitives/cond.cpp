@@ -21,14 +21,25 @@ Shape with_lanes(Shape s, int64_t size) {
   return s;
 }
 
-// Rows of `from` (n lanes, contiguous) into rows lanes[0..n) of `into` (contiguous, owned).
-void scatter_rows(const Tensor& from, const std::vector<int64_t>& lanes, int64_t n, Tensor& into) {
-  const Tensor src = from.contiguous();
+// Row src[j] of `from` into row dst[j] of `into` (contiguous, owned), for each j.
+void copy_rows(const Tensor& from, const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
+               Tensor& into) {
+  const Tensor c = from.contiguous();
   const int64_t rows = into.shape(0);
   const size_t row = rows == 0 ? 0 : size_t(into.numel() / rows) * dtype_size(into.dtype());
-  const char* s = static_cast<const char*>(src.raw_data());
+  const char* s = static_cast<const char*>(c.raw_data());
   char* d = static_cast<char*>(into.raw_mutable_data());
-  for (int64_t j = 0; j < n; ++j) std::memcpy(d + lanes[j] * row, s + j * row, row);
+  for (size_t j = 0; j < dst.size(); ++j) std::memcpy(d + dst[j] * row, s + src[j] * row, row);
+}
+
+// t itself when it is contiguous and nothing else holds its storage, else a copy: a tensor the
+// caller may write into.
+Tensor owned(const Tensor& t) {
+  if (t.is_contiguous() && t.sole_owner()) return t;
+  Tensor out = Tensor::empty(t.shape(), t.dtype());
+  const Tensor c = t.contiguous();
+  std::memcpy(out.raw_mutable_data(), c.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
+  return out;
 }
 
 }  // namespace
@@ -115,61 +126,87 @@ std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
     }
     return lane_runners_[taken[0]]->run(B, ops);
   }
+  double out_elems = 0, moved = 0;
+  for (const TensorType& t : out_types) out_elems += double(shape_numel(t.shape));
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (lanes_.mapped[i]) moved += double(ops[i].numel()) / double(B);
+  std::vector<double> work(K, 0.0);
+  for (int64_t k : taken) work[k] = detail::work_of(*branches_[k]);
+  // Partitioning runs one branch on every lane when that is cheaper than gathering its lanes and
+  // scattering them back (a cheap branch most lanes take): its result is the base the others'
+  // rows are written into.
+  int64_t base = -1;
+  for (int64_t k : taken) {
+    const bool cheap = work[k] * double(B - counts[k]) < (moved + out_elems) * double(counts[k]);
+    if (cheap && !detail::holds_loop(*branches_[k]) && (base < 0 || counts[k] > counts[base]))
+      base = k;
+  }
   bool partition = lanes_.options.cond == CondStrategy::Partition;
   if (lanes_.options.cond == CondStrategy::Auto) {
-    double out_elems = 0, moved = 0;
-    for (const TensorType& t : out_types) out_elems += double(shape_numel(t.shape));
-    for (size_t i = 0; i < ops.size(); ++i)
-      if (lanes_.mapped[i]) moved += double(ops[i].numel()) / double(B);
     double select = double(B) * out_elems * double(taken.size() - 1), part = 0;
     for (int64_t k : taken) {
-      const double w = detail::work_of(*branches_[k]);
       partition = partition || detail::holds_loop(*branches_[k]);
-      select += double(B) * w;
-      part += kBranchOverhead + double(counts[k]) * (w + moved + out_elems);
+      select += double(B) * work[k];
+      part += k == base ? double(B) * work[k]
+                        : kBranchOverhead + double(counts[k]) * (work[k] + moved + out_elems);
     }
     partition = partition || part < select;
   }
-  if (!partition) {
-    std::vector<Tensor> out;
-    for (int64_t k : taken) {
-      const std::vector<Tensor> outs = lane_runners_[k]->run(B, ops);
-      if (out.empty()) {
-        out = outs;
-        continue;
-      }
-      std::vector<bool> mine(B, false);
-      for (int64_t b : lanes[k]) mine[b] = true;
-      const Tensor pick = tensor(mine, {B});
-      for (size_t j = 0; j < out.size(); ++j) {
-        Shape s(out[j].ndim(), 1);
-        s[0] = B;
-        out[j] = where(reshape(pick, s), outs[j], out[j]);
-      }
-    }
-    return out;
-  }
+  return partition ? partition_lanes(ops, lanes, base) : select_lanes(ops, lanes);
+}
+
+std::vector<Tensor> Cond::select_lanes(const std::vector<Tensor>& ops,
+                                       const std::vector<std::vector<int64_t>>& lanes) const {
+  const int64_t B = lanes_.size;
   std::vector<Tensor> out;
-  for (const TensorType& t : out_types)
-    out.push_back(Tensor::empty(with_lanes(t.shape, B), t.dtype));
-  for (int64_t k : taken) {
-    const int64_t n = counts[k], nb = std::min(B, detail::lane_bucket(n));
+  for (size_t k = 0; k < lanes.size(); ++k) {
+    if (lanes[k].empty()) continue;
+    const std::vector<Tensor> outs = lane_runners_[k]->run(B, ops);
+    if (out.empty()) {
+      out = outs;
+      continue;
+    }
+    std::vector<bool> mine(B, false);
+    for (int64_t b : lanes[k]) mine[b] = true;
+    const Tensor pick = tensor(mine, {B});
+    for (size_t j = 0; j < out.size(); ++j) {
+      Shape s(out[j].ndim(), 1);
+      s[0] = B;
+      out[j] = where(reshape(pick, s), outs[j], out[j]);
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> Cond::partition_lanes(const std::vector<Tensor>& ops,
+                                          const std::vector<std::vector<int64_t>>& lanes,
+                                          int64_t base) const {
+  const int64_t B = lanes_.size;
+  std::vector<Tensor> out;
+  if (base >= 0) {
+    for (const Tensor& y : lane_runners_[base]->run(B, ops)) out.push_back(owned(y));
+  } else {
+    for (const TensorType& t : detail::output_types(*branches_[0]))
+      out.push_back(Tensor::empty(with_lanes(t.shape, B), t.dtype));
+  }
+  for (int64_t k = 0; k < int64_t(lanes.size()); ++k) {
+    if (k == base || lanes[k].empty()) continue;
+    const int64_t n = int64_t(lanes[k].size()), nb = detail::lane_bucket(n);
+    if (nb >= B) {  // about every lane: run them all, keep this branch's rows
+      const std::vector<Tensor> outs = lane_runners_[k]->run(B, ops);
+      for (size_t j = 0; j < out.size(); ++j) copy_rows(outs[j], lanes[k], lanes[k], out[j]);
+      continue;
+    }
     std::vector<int64_t> rows = lanes[k];
-    if (nb == B) {
-      rows.resize(B);
-      std::iota(rows.begin(), rows.end(), 0);
-    } else {
-      rows.resize(nb, lanes[k][0]);  // padding lanes repeat a real one: same work, no surprises
-    }
+    rows.resize(nb, lanes[k][0]);  // padding lanes repeat a real one: same work, no surprises
+    const Tensor idx = tensor(rows, {nb});
     std::vector<Tensor> args = ops;
-    if (nb != B) {
-      const Tensor idx = tensor(rows, {nb});
-      for (size_t i = 0; i < args.size(); ++i)
-        if (lanes_.mapped[i]) args[i] = take(args[i], idx, 0);
-    }
+    for (size_t i = 0; i < args.size(); ++i)
+      if (lanes_.mapped[i]) args[i] = take(args[i], idx, 0);
     const std::vector<Tensor> outs = lane_runners_[k]->run(nb, args);
-    for (size_t j = 0; j < out.size(); ++j)
-      scatter_rows(outs[j], nb == B ? lanes[k] : rows, n, out[j]);
+    std::vector<int64_t> first(n);
+    std::iota(first.begin(), first.end(), 0);
+    for (size_t j = 0; j < out.size(); ++j) copy_rows(outs[j], first, lanes[k], out[j]);
   }
   return out;
 }

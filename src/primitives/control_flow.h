@@ -49,6 +49,11 @@ class Cond : public Primitive {
 
  private:
   std::vector<Tensor> eval_lanes(const std::vector<Tensor>& in) const;
+  std::vector<Tensor> select_lanes(const std::vector<Tensor>& ops,
+                                   const std::vector<std::vector<int64_t>>& lanes) const;
+  std::vector<Tensor> partition_lanes(const std::vector<Tensor>& ops,
+                                      const std::vector<std::vector<int64_t>>& lanes,
+                                      int64_t base) const;
   std::string explain_lanes(int64_t size) const;  // for lanes::explain
   std::vector<GraphPtr> branches_;
   Lanes lanes_;
