@@ -318,6 +318,78 @@ TEST(While, DynamicForiLoopGradient) {
   expect_near(g, {2 * 1.5 * 10, 2 * 2 * 3}, 1e-12, "per-lane trip counts");
 }
 
+Tensor power_until(const Tensor& x);
+
+// Each malformed construct is a lanes::Error that names what is wrong.
+TEST(ControlFlowErrors, NameWhatIsWrong) {
+  auto expect_error = [](const std::function<void()>& fn, std::vector<std::string> mentions) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error; expected one mentioning " << mentions[0];
+    } catch (const lanes::Error& e) {
+      for (const std::string& m : mentions)
+        EXPECT_NE(std::string(e.what()).find(m), std::string::npos) << m << " in: " << e.what();
+    }
+  };
+  const Tensor x = f64({1, 2, 3});
+  expect_error(
+      [&] {
+        lanes::while_loop([](const Tensor& c) { return lanes::sum(c) < 10.0; },
+                          [](const Tensor& c) {
+                            return lanes::concatenate({c, c});
+                          },
+                          x);
+      },
+      {"while_loop", "carry leaf 0", "(6,)", "(3,)"});
+  expect_error(
+      [&] {
+        lanes::while_loop([](const Tensor& c) { return c < 10.0; },
+                          [](const Tensor& c) { return c; }, x);
+      },
+      {"while_loop's cond_fn", "0-d bool", "(3,)"});
+  expect_error(
+      [&] {
+        lanes::while_loop([](const Tensor& c) { return lanes::sum(c); },
+                          [](const Tensor& c) { return c; }, x);
+      },
+      {"while_loop's cond_fn", "float64"});
+  expect_error(
+      [&] {
+        std::vector<std::function<Tensor(const Tensor&)>> b{[](const Tensor& v) { return v; }};
+        lanes::switch_case(lanes::scalar(1.0, DType::Float64), b, x);
+      },
+      {"switch_case", "index", "float64"});
+  expect_error(
+      [&] {
+        std::vector<std::function<Tensor(const Tensor&)>> b{
+            [](const Tensor& v) { return v; },
+            [](const Tensor& v) { return lanes::cast(v, DType::Float32); }};
+        lanes::switch_case(lanes::scalar(1, DType::Int32), b, x);
+      },
+      {"branch 1", "float32", "branch 0", "float64"});
+  expect_error(
+      [&] {
+        lanes::fori_loop(
+            lanes::scalar(0.0, DType::Float64), lanes::scalar(3, DType::Int32),
+            [](const Tensor&, const Tensor& c) { return c; }, x);
+      },
+      {"fori_loop", "bounds", "float64"});
+  expect_error(
+      [&] {
+        auto step = [](const Tensor& c, const std::vector<Tensor>&) {
+          return std::make_pair(c, c);
+        };
+        lanes::scan(step, x, std::vector<Tensor>{});
+      },
+      {"scan", "options.length"});
+  expect_error([&] { x[3]; }, {"x[3]", "out of range", "3"});
+  expect_error([&] { lanes::hessian(power_until)(lanes::scalar(3.0, DType::Float64)); },
+               {"while_loop", "second order", "fori_loop"});
+  expect_error([&] { x[lanes::scalar(1.0, DType::Float64)]; }, {"x[i]", "integer"});
+  expect_error([&] { lanes::dynamic_slice(x, {lanes::scalar(0, DType::Int32)}, {4}); },
+               {"dynamic_slice", "size 4"});
+}
+
 // ---- scan / fori_loop / map
 // ----------------------------------------------------------------------
 
