@@ -47,6 +47,8 @@ const std::vector<Workload>& all_workloads() {
       {"newton_sqrt", newton_sqrt},
       {"mandelbrot", mandelbrot},
       {"power_iter", power_iter},
+      {"rnn_scan", rnn_scan},
+      {"ode_rk4", ode_rk4},
   };
   return all;
 }

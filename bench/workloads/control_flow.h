@@ -1,5 +1,5 @@
-// Control-flow workloads (the "Control flow" section of WORKLOADS.md): newton_sqrt, mandelbrot,
-// piecewise10, piecewise50, power_iter.
+// Control-flow workloads (the "Control flow" section of WORKLOADS.md): piecewise10, piecewise50,
+// newton_sqrt, mandelbrot, power_iter, rnn_scan, ode_rk4.
 //
 // The per-example functions use lanes::cond and lanes::while_loop with a predicate that differs
 // per example, so vmap turns them into lane nodes run by a strategy: select or partition for a
@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "harness.h"
+#include "per_example.h"
 
 namespace workloads {
 
@@ -333,6 +334,116 @@ inline std::vector<Variant> power_iter() {
                           t = test(a, v);
                         }
                         return leaves(std::make_tuple(t.lambda, v));
+                      }});
+  return variants;
+}
+
+// ---- rnn_scan -----------------------------------------------------------------------------------
+
+/// One LSTM step (gates i, f, g, o side by side in the 4n columns) from (h, c) on input x.
+inline std::pair<Tensor, Tensor> lstm_step(const Lstm& q, const std::pair<Tensor, Tensor>& hc,
+                                           const Tensor& x) {
+  const int64_t n = q.wh.shape(0);
+  const Tensor a = lanes::matmul(x, q.wx) + lanes::matmul(hc.first, q.wh) + q.b;
+  auto gate = [&](int64_t k) { return lanes::slice_axis(a, 0, k * n, (k + 1) * n); };
+  const Tensor i = lanes::sigmoid(gate(0)), f = lanes::sigmoid(gate(1));
+  const Tensor g = lanes::tanh(gate(2)), o = lanes::sigmoid(gate(3));
+  const Tensor c = f * hc.second + i * g;
+  return {o * lanes::tanh(c), c};
+}
+
+inline std::vector<Variant> rnn_scan() {
+  const int64_t batch = 64, steps = 64, inputs = 64, n = 128;
+  const Lstm p{normal(80, {inputs, 4 * n}, 1 / std::sqrt(double(inputs))),
+               normal(81, {n, 4 * n}, 1 / std::sqrt(double(n))), normal(82, {4 * n}, 0.1)};
+  const Tensor x = normal(83, {batch, steps, inputs});
+  using HC = std::pair<Tensor, Tensor>;
+  const HC zero{lanes::zeros({n}), lanes::zeros({n})};
+  // One example: x (64, 64) -> l2_loss of the final hidden state, the steps run by scan.
+  auto loss = [zero](const Lstm& q, const Tensor& xs) {
+    auto step = [&q](const HC& hc, const Tensor& xt) {
+      return std::make_pair(lstm_step(q, hc, xt), std::tuple<>{});
+    };
+    return lanes::l2_loss(lanes::scan(step, zero, xs).first.first);
+  };
+  std::vector<Variant> variants = per_example_variants(lanes::grad(loss), p, x);
+  variants.push_back({"manual", [=] { return lstm_manual(p, x, /*loss_on_h=*/true); }});
+  // The same per-example function with a C++ loop instead of scan: vmap+compile of 64 unrolled
+  // steps.
+  auto unrolled_loss = [zero](const Lstm& q, const Tensor& xs) {
+    HC hc = zero;
+    for (int64_t t = 0; t < xs.shape(0); ++t) hc = lstm_step(q, hc, xs[t]);
+    return lanes::l2_loss(hc.first);
+  };
+  auto unrolled =
+      lanes::compile(lanes::vmap(lanes::grad(unrolled_loss), lanes::in_axes(lanes::none, 0)));
+  variants.push_back({"unrolled", [=] { return leaves(unrolled(p, x)); }});
+  return variants;
+}
+
+// ---- ode_rk4 ------------------------------------------------------------------------------------
+
+/// The vector field dy/dt = tanh(w2 tanh(w1 y + b1) + b2).
+struct Ode {
+  Tensor w1, b1, w2, b2;
+};
+
+}  // namespace workloads
+
+LANES_TREE(workloads::Ode, w1, b1, w2, b2)
+
+namespace workloads {
+
+inline constexpr double kOdeDt = 0.01;
+inline constexpr int64_t kOdeSteps = 100;
+
+/// y(1) from y0 by 100 RK4 steps of dt = 0.01 (fori_loop), given the vector field.
+template <class Field>
+Tensor rk4(const Field& field, const Tensor& y0) {
+  return lanes::fori_loop(
+      0, kOdeSteps,
+      [&](const Tensor&, const Tensor& y) {
+        const Tensor k1 = field(y);
+        const Tensor k2 = field(y + k1 * (kOdeDt / 2));
+        const Tensor k3 = field(y + k2 * (kOdeDt / 2));
+        const Tensor k4 = field(y + k3 * kOdeDt);
+        return y + (k1 + k2 * 2.0 + k3 * 2.0 + k4) * (kOdeDt / 6);
+      },
+      y0);
+}
+
+inline std::vector<Variant> ode_rk4() {
+  const int64_t batch = 128, dim = 16, hidden = 64;
+  const Ode p{normal(90, {hidden, dim}, 1 / std::sqrt(double(dim))), normal(91, {hidden}, 0.1),
+              normal(92, {dim, hidden}, 1 / std::sqrt(double(hidden))), normal(93, {dim}, 0.1)};
+  const Tensor y0 = normal(94, {batch, dim}), target = normal(95, {batch, dim}, 0.5);
+  // One example: y0 (16,), target (16,) -> l2_loss(y(1) - target).
+  auto loss = [](const Ode& q, const Tensor& y, const Tensor& t) {
+    auto field = [&q](const Tensor& v) {
+      return lanes::tanh(lanes::matmul(q.w2, lanes::tanh(lanes::matmul(q.w1, v) + q.b1)) + q.b2);
+    };
+    return lanes::l2_loss(rk4(field, y) - t);
+  };
+  std::vector<Variant> variants = per_example_variants(lanes::grad(loss), p, y0, target);
+  // By hand: the weights tiled once per example, the whole batch's ODE run with batched
+  // matrix-vector products, and the summed loss differentiated once w.r.t. the tiled copies,
+  // whose gradients are the per-example ones. Compiled, as a careful user would.
+  auto tiled_loss = [](const Ode& q, const Tensor& y, const Tensor& t) {
+    auto field = [&q](const Tensor& v) {
+      const Tensor h = lanes::tanh(batched_matvec(q.w1, v) + q.b1);
+      return lanes::tanh(batched_matvec(q.w2, h) + q.b2);
+    };
+    return lanes::l2_loss(rk4(field, y) - t);
+  };
+  auto tiled_grad = lanes::compile(lanes::grad(tiled_loss));
+  auto tile = [batch](const Tensor& w) {
+    Shape s = w.shape();
+    s.insert(s.begin(), batch);
+    return lanes::broadcast_to(lanes::expand_dims(w, 0), s).contiguous();
+  };
+  variants.push_back({"manual", [=] {
+                        const Ode tiled{tile(p.w1), tile(p.b1), tile(p.w2), tile(p.b2)};
+                        return leaves(tiled_grad(tiled, y0, target));
                       }});
   return variants;
 }
