@@ -105,21 +105,23 @@ double peak_rss_mb() {
 /// Three warm-ups (compile traces on the first call; vmap builds its optimized graph on the
 /// second, or on the third when f applies a transform, whose cached body is built on the
 /// second), then timed runs until about a second has passed: at least 3 and at most 200 (exactly
-/// 2 with --quick); a variant marked `once` runs once, cold. Peaks are those of the timed runs:
+/// 2 with --quick); a variant marked `once`, and with --quick every loop variant (it has no
+/// cache to warm up), runs once, cold. Peaks are those of the timed runs:
 /// the previous output is dropped before each run, so the peak is one run's working set plus its
 /// output.
 Result measure(const std::string& workload, const Variant& v, bool quick) {
   using Clock = std::chrono::steady_clock;
   Result r{workload, v.name};
   lanes::empty_cache();
+  const bool once = v.once || (quick && v.name == "loop");
   try {
     Outputs out;
-    for (int warm = 0; warm < (v.once ? 0 : 3); ++warm) out = v.run();
+    for (int warm = 0; warm < (once ? 0 : 3); ++warm) out = v.run();
     out.clear();
     const size_t live_before = lanes::memory_stats().live_bytes;
     lanes::reset_peak_memory();
     const bool rss_reset = reset_peak_rss();
-    const int min_runs = v.once ? 1 : quick ? 2 : 3, max_runs = v.once ? 1 : quick ? 2 : 200;
+    const int min_runs = once ? 1 : quick ? 2 : 3, max_runs = once ? 1 : quick ? 2 : 200;
     const double budget_ms = quick ? 0 : 1000;
     double total_ms = 0;
     while (int(r.ms.size()) < max_runs && (int(r.ms.size()) < min_runs || total_ms < budget_ms)) {
