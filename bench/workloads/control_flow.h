@@ -224,23 +224,24 @@ inline std::vector<Variant> piecewise50() { return piecewise(0.0); }
 // ---- power_iter ---------------------------------------------------------------------------------
 
 /// The dominant eigenpair of a symmetric a by power iteration from v0 (unit norm): while
-/// |a v - (v^T a v) v| > 1e-4 and k < 2000, v = a v / |a v|. Returns (v^T a v, v).
+/// |a v - (v^T a v) v| > 1e-4 and k < 2000, v = a v / |a v|. Returns (v^T a v, v). The carry holds
+/// a v too, so each step multiplies by a once, as the hand-written loops do.
 inline std::tuple<Tensor, Tensor> power_iter_one(const Tensor& a, const Tensor& v0) {
-  using C = std::tuple<Tensor, Tensor>;  // v, k
+  using C = std::tuple<Tensor, Tensor, Tensor>;  // v, a v, k
   const C out = lanes::while_loop(
-      [a](const C& c) {
-        const Tensor& v = std::get<0>(c);
-        const Tensor av = lanes::matmul(a, v);
+      [](const C& c) {
+        const auto& [v, av, k] = c;
         const Tensor r = av - lanes::dot(v, av) * v;
-        return lanes::logical_and(lanes::sqrt(lanes::sum(r * r)) > 1e-4, std::get<1>(c) < 2000);
+        return lanes::logical_and(lanes::sqrt(lanes::sum(r * r)) > 1e-4, k < 2000);
       },
       [a](const C& c) {
-        const Tensor av = lanes::matmul(a, std::get<0>(c));
-        return C(av / lanes::sqrt(lanes::sum(av * av)), std::get<1>(c) + 1);
+        const auto& [v, av, k] = c;
+        const Tensor next = av / lanes::sqrt(lanes::sum(av * av));
+        return C(next, lanes::matmul(a, next), k + 1);
       },
-      C(v0, lanes::scalar(0, lanes::kInt32)));
-  const Tensor& v = std::get<0>(out);
-  return {lanes::dot(v, lanes::matmul(a, v)), v};
+      C(v0, lanes::matmul(a, v0), lanes::scalar(0, lanes::kInt32)));
+  const auto& [v, av, k] = out;
+  return {lanes::dot(v, av), v};
 }
 
 /// a v for every example: (B, n, n) and (B, n) -> (B, n).
