@@ -195,17 +195,21 @@ std::vector<std::string> disagreements(const std::vector<Result>& rs) {
 
 /// One line per workload; then, for variants named VARIANT:STRATEGY (vmap:mask, vmap+compile:mask,
 /// manual:mask), one line per strategy under it, its ratios against manual:STRATEGY where there is
-/// one, else against manual.
+/// one, else against manual; then one line per other extra variant (rnn_scan's unrolled, a
+/// vmap+compile), its time in the compile column.
 void print_table(const std::vector<std::vector<Result>>& by_workload) {
   std::printf("\n%-18s %10s %10s %10s %10s | %9s %9s %9s | %9s %9s | %s\n", "workload (ms)", "loop",
               "vmap", "compile", "manual", "loop/vmap", "vmap/man", "comp/man", "vmap MB",
               "manual MB", "checksums");
   for (const auto& rs : by_workload) {
     std::map<std::string, const Result*> by;
-    std::vector<std::string> strategies;  // in the order they ran
+    std::vector<std::string> strategies, extras;  // in the order they ran
     for (const Result& r : rs) {
       if (r.error.empty()) by[r.variant] = &r;
       const size_t colon = r.variant.find(':');
+      if (colon == std::string::npos && r.variant != "loop" && r.variant != "vmap" &&
+          r.variant != "vmap+compile" && r.variant != "manual" && r.variant != "setup")
+        extras.push_back(r.variant);
       const std::string s = colon == std::string::npos ? "" : r.variant.substr(colon);
       if (!s.empty() && std::find(strategies.begin(), strategies.end(), s) == strategies.end())
         strategies.push_back(s);
@@ -225,6 +229,11 @@ void print_table(const std::vector<std::vector<Result>>& by_workload) {
     };
     line(rs.front().workload, "", agree);
     for (const std::string& s : strategies) line("  " + s, s, "");
+    for (const std::string& e : extras) {
+      const double comp = ms(e), man = ms("manual");
+      std::printf("%-18s %10s %10s %10.3f %10.3f | %9s %9s %9.2f | %9s %9.1f |\n",
+                  ("  " + e).c_str(), "", "", comp, man, "", "", comp / man, "", mb("manual"));
+    }
   }
 }
 
