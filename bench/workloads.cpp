@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "workloads/cnn.h"
+#include "workloads/control_flow.h"
 #include "workloads/harness.h"
 #include "workloads/jacobians.h"
 #include "workloads/mapped.h"
@@ -41,6 +42,13 @@ const std::vector<Workload>& all_workloads() {
       {"perex_cnn", perex_cnn},
       {"hessian", hessian},
       {"lstm_perex", lstm_perex},
+      {"piecewise10", piecewise10},
+      {"piecewise50", piecewise50},
+      {"newton_sqrt", newton_sqrt},
+      {"mandelbrot", mandelbrot},
+      {"power_iter", power_iter},
+      {"rnn_scan", rnn_scan},
+      {"ode_rk4", ode_rk4},
   };
   return all;
 }
@@ -97,20 +105,23 @@ double peak_rss_mb() {
 /// Three warm-ups (compile traces on the first call; vmap builds its optimized graph on the
 /// second, or on the third when f applies a transform, whose cached body is built on the
 /// second), then timed runs until about a second has passed: at least 3 and at most 200 (exactly
-/// 2 with --quick). Peaks are those of the timed runs: the previous output is dropped before each
-/// run, so the peak is one run's working set plus its output.
+/// 2 with --quick); a variant marked `once`, and with --quick every loop variant (it has no
+/// cache to warm up), runs once, cold. Peaks are those of the timed runs:
+/// the previous output is dropped before each run, so the peak is one run's working set plus its
+/// output.
 Result measure(const std::string& workload, const Variant& v, bool quick) {
   using Clock = std::chrono::steady_clock;
   Result r{workload, v.name};
   lanes::empty_cache();
+  const bool once = v.once || (quick && v.name == "loop");
   try {
-    Outputs out = v.run();
-    for (int warm = 1; warm < 3; ++warm) out = v.run();
+    Outputs out;
+    for (int warm = 0; warm < (once ? 0 : 3); ++warm) out = v.run();
     out.clear();
     const size_t live_before = lanes::memory_stats().live_bytes;
     lanes::reset_peak_memory();
     const bool rss_reset = reset_peak_rss();
-    const int min_runs = quick ? 2 : 3, max_runs = quick ? 2 : 200;
+    const int min_runs = once ? 1 : quick ? 2 : 3, max_runs = once ? 1 : quick ? 2 : 200;
     const double budget_ms = quick ? 0 : 1000;
     double total_ms = 0;
     while (int(r.ms.size()) < max_runs && (int(r.ms.size()) < min_runs || total_ms < budget_ms)) {
@@ -182,23 +193,47 @@ std::vector<std::string> disagreements(const std::vector<Result>& rs) {
   return bad;
 }
 
+/// One line per workload; then, for variants named VARIANT:STRATEGY (vmap:mask, vmap+compile:mask,
+/// manual:mask), one line per strategy under it, its ratios against manual:STRATEGY where there is
+/// one, else against manual; then one line per other extra variant (rnn_scan's unrolled, a
+/// vmap+compile), its time in the compile column.
 void print_table(const std::vector<std::vector<Result>>& by_workload) {
   std::printf("\n%-18s %10s %10s %10s %10s | %9s %9s %9s | %9s %9s | %s\n", "workload (ms)", "loop",
               "vmap", "compile", "manual", "loop/vmap", "vmap/man", "comp/man", "vmap MB",
               "manual MB", "checksums");
   for (const auto& rs : by_workload) {
     std::map<std::string, const Result*> by;
-    for (const Result& r : rs)
+    std::vector<std::string> strategies, extras;  // in the order they ran
+    for (const Result& r : rs) {
       if (r.error.empty()) by[r.variant] = &r;
-    auto ms = [&](const char* v) { return by.count(v) ? median(by[v]->ms) : NAN; };
-    auto mb = [&](const char* v) { return by.count(v) ? by[v]->peak_mb : NAN; };
-    const double loop = ms("loop"), vm = ms("vmap"), comp = ms("vmap+compile"), man = ms("manual");
+      const size_t colon = r.variant.find(':');
+      if (colon == std::string::npos && r.variant != "loop" && r.variant != "vmap" &&
+          r.variant != "vmap+compile" && r.variant != "manual" && r.variant != "setup")
+        extras.push_back(r.variant);
+      const std::string s = colon == std::string::npos ? "" : r.variant.substr(colon);
+      if (!s.empty() && std::find(strategies.begin(), strategies.end(), s) == strategies.end())
+        strategies.push_back(s);
+    }
+    auto ms = [&](const std::string& v) { return by.count(v) ? median(by[v]->ms) : NAN; };
+    auto mb = [&](const std::string& v) { return by.count(v) ? by[v]->peak_mb : NAN; };
     const std::vector<std::string> bad = disagreements(rs);
     std::string agree = bad.empty() ? "agree" : "DIFFER:";
     for (const std::string& b : bad) agree += " " + b;
-    std::printf("%-18s %10.3f %10.3f %10.3f %10.3f | %9.2f %9.2f %9.2f | %9.1f %9.1f | %s\n",
-                rs.front().workload.c_str(), loop, vm, comp, man, loop / vm, vm / man, comp / man,
-                mb("vmap"), mb("manual"), agree.c_str());
+    auto line = [&](const std::string& label, const std::string& s, const std::string& status) {
+      const double loop = ms("loop" + s), vm = ms("vmap" + s), comp = ms("vmap+compile" + s);
+      const std::string manual = by.count("manual" + s) ? "manual" + s : "manual";
+      const double man = ms(manual);
+      std::printf("%-18s %10.3f %10.3f %10.3f %10.3f | %9.2f %9.2f %9.2f | %9.1f %9.1f | %s\n",
+                  label.c_str(), loop, vm, comp, man, loop / vm, vm / man, comp / man,
+                  mb("vmap" + s), mb(manual), status.c_str());
+    };
+    line(rs.front().workload, "", agree);
+    for (const std::string& s : strategies) line("  " + s, s, "");
+    for (const std::string& e : extras) {
+      const double comp = ms(e), man = ms("manual");
+      std::printf("%-18s %10s %10s %10.3f %10.3f | %9s %9s %9.2f | %9s %9.1f |\n",
+                  ("  " + e).c_str(), "", "", comp, man, "", "", comp / man, "", mb("manual"));
+    }
   }
 }
 

@@ -21,9 +21,12 @@ using lanes::Tensor;
 using Outputs = std::vector<Tensor>;
 
 /// One way to compute a workload (loop, vmap, vmap+compile, manual). Its inputs are captured.
+/// A variant too slow to repeat (the loop of a while_loop workload) sets `once`: it runs one
+/// timed run and no warm-up.
 struct Variant {
   std::string name;
   std::function<Outputs()> run;
+  bool once = false;
 };
 
 /// A workload of WORKLOADS.md. setup() draws the inputs (fixed seeds) and returns the variants,

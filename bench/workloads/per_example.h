@@ -104,8 +104,9 @@ inline std::vector<Variant> perex_mlp() {
   return variants;
 }
 
-/// lstm_perex by hand: batched forward, then backprop through time on the whole batch.
-inline Outputs lstm_manual(const Lstm& p, const Tensor& x) {
+/// lstm_perex by hand: batched forward, then backprop through time on the whole batch. The loss
+/// is l2_loss of the final cell state, or of the final hidden state with `loss_on_h` (rnn_scan).
+inline Outputs lstm_manual(const Lstm& p, const Tensor& x, bool loss_on_h = false) {
   const int64_t batch = x.shape(0), steps = x.shape(1), n = p.wh.shape(0);
   struct Step {
     Tensor x, h_prev, c_prev, i, f, g, o, tanh_c;
@@ -129,9 +130,11 @@ inline Outputs lstm_manual(const Lstm& p, const Tensor& x) {
     h = s.o * s.tanh_c;
     tape.push_back(s);
   }
-  // d loss / d c_T = c_T; the final h does not reach the loss. Each step: c = f c_prev + i g,
-  // h = o tanh(c), and sigmoid' = s (1 - s), tanh' = 1 - t^2 give the pre-activation deltas.
-  Tensor dh = lanes::zeros({batch, n}), dc = c;
+  // d loss / d c_T = c_T and the final h does not reach the loss, or d loss / d h_T = h_T. Each
+  // step: c = f c_prev + i g, h = o tanh(c), and sigmoid' = s (1 - s), tanh' = 1 - t^2 give the
+  // pre-activation deltas.
+  Tensor dh = loss_on_h ? h : lanes::zeros({batch, n});
+  Tensor dc = loss_on_h ? lanes::zeros({batch, n}) : c;
   std::vector<Tensor> deltas(steps);
   for (int64_t t = steps - 1; t >= 0; --t) {
     const Step& s = tape[t];
