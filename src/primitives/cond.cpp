@@ -199,10 +199,9 @@ std::vector<Tensor> Cond::partition_lanes(const std::vector<Tensor>& ops,
     }
     std::vector<int64_t> rows = lanes[k];
     rows.resize(nb, lanes[k][0]);  // padding lanes repeat a real one: same work, no surprises
-    const Tensor idx = tensor(rows, {nb});
     std::vector<Tensor> args = ops;
     for (size_t i = 0; i < args.size(); ++i)
-      if (lanes_.mapped[i]) args[i] = take(args[i], idx, 0);
+      if (lanes_.mapped[i]) args[i] = gather_rows(args[i], rows);
     const std::vector<Tensor> outs = lane_runners_[k]->run(nb, args);
     std::vector<int64_t> first(n);
     std::iota(first.begin(), first.end(), 0);

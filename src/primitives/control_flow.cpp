@@ -1,6 +1,8 @@
 // Helpers shared by the control-flow primitives' rules (cond.cpp, while.cpp, scan.cpp).
 #include "primitives/control_flow.h"
 
+#include <cstring>
+
 #include "lanes/ops.h"
 #include "transforms/batching.h"
 
@@ -64,6 +66,28 @@ std::vector<Tensor> merge_lanes(const std::vector<Batched>& in, const std::vecto
     Shape merged(full.begin() + 1, full.end());
     merged[0] = size2 * size;
     out.push_back(reshape(x, merged));
+  }
+  return out;
+}
+
+Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows) {
+  const Tensor c = x.contiguous();
+  Shape shape = x.shape();
+  shape[0] = int64_t(rows.size());
+  Tensor out = Tensor::empty(shape, x.dtype());
+  const size_t row = x.shape(0) == 0 ? 0 : size_t(x.numel() / x.shape(0)) * dtype_size(x.dtype());
+  const char* s = static_cast<const char*>(c.raw_data());
+  char* d = static_cast<char*>(out.raw_mutable_data());
+  if (row == 8) {  // one float64 or int64 per lane: a plain loop, not a memcpy call each
+    const auto* s8 = reinterpret_cast<const uint64_t*>(s);
+    auto* d8 = reinterpret_cast<uint64_t*>(d);
+    for (size_t j = 0; j < rows.size(); ++j) d8[j] = s8[rows[j]];
+  } else if (row == 4) {
+    const auto* s4 = reinterpret_cast<const uint32_t*>(s);
+    auto* d4 = reinterpret_cast<uint32_t*>(d);
+    for (size_t j = 0; j < rows.size(); ++j) d4[j] = s4[rows[j]];
+  } else {
+    for (size_t j = 0; j < rows.size(); ++j) std::memcpy(d + j * row, s + rows[j] * row, row);
   }
   return out;
 }

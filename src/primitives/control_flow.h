@@ -126,6 +126,9 @@ Widened widen_all(std::vector<detail::Closed> closed, std::vector<Tensor> operan
 /// Helpers shared by the control-flow rules.
 /// Each operand with its lane dim at 0 (unmapped ones stay as they are) and the flags.
 std::vector<Tensor> lanes_first(const std::vector<Batched>& in, std::vector<bool>& mapped);
+/// Rows `rows` of axis 0 of a concrete tensor, as a new contiguous tensor: the gathers of a
+/// partitioned cond and a compacted loop (lanes are rows; the general gather kernel costs 5x).
+Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
 /// Zeros where a tangent or cotangent is undefined.
 Tensor or_zeros(const Tensor& t, const TensorType& type);
 /// A lane node's operands for `size2` outer lanes of a node of `size` inner lanes: both lane
