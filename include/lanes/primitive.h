@@ -92,6 +92,24 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   /// (mul, div, select, dot_general) skips those of constants and of arguments nobody
   /// differentiates: a Jacobian would otherwise trace, and eager grad compute, the products
   /// for them. The default computes them all with vjp.
+  /// Reverse mode's forward pass for this node when a derivative will flow through it: its
+  /// outputs, followed by residuals its vjp rule needs and could not recompute cheaply (a scan's
+  /// per-step carries), which autodiff hands to vjp_residuals. The default records or evaluates
+  /// the node as usual and saves nothing (an empty result means exactly that).
+  virtual std::vector<Tensor> forward_with_residuals(const std::vector<Tensor>& inputs) const {
+    (void)inputs;
+    return {};
+  }
+  /// vjp_wanted given the residuals forward_with_residuals saved.
+  virtual std::vector<Tensor> vjp_residuals(const std::vector<Tensor>& primals,
+                                            const std::vector<Tensor>& cotangents,
+                                            const std::vector<Tensor>& outputs,
+                                            const std::vector<Tensor>& residuals,
+                                            const std::vector<bool>& wanted) const {
+    (void)residuals;
+    return vjp_wanted(primals, cotangents, outputs, wanted);
+  }
+
   virtual std::vector<Tensor> vjp_wanted(const std::vector<Tensor>& primals,
                                          const std::vector<Tensor>& cotangents,
                                          const std::vector<Tensor>& outputs,

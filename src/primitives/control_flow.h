@@ -105,8 +105,18 @@ class Scan : public Primitive {
                           const std::vector<Tensor>& outputs) const override;
   std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
                           const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> forward_with_residuals(const std::vector<Tensor>& inputs) const override;
+  std::vector<Tensor> vjp_residuals(const std::vector<Tensor>& primals,
+                                    const std::vector<Tensor>& cts,
+                                    const std::vector<Tensor>& outputs,
+                                    const std::vector<Tensor>& residuals,
+                                    const std::vector<bool>& wanted) const override;
 
  private:
+  std::shared_ptr<const Scan> recording() const;
+  std::vector<Tensor> vjp_given(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                                const std::vector<Tensor>& outputs,
+                                const std::vector<Tensor>& hist) const;
   GraphPtr body_;
   size_t n_carry_, n_consts_;
   int64_t length_;

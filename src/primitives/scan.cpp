@@ -307,19 +307,42 @@ std::vector<Tensor> Scan::jvp(const std::vector<Tensor>& primals,
 
 // ---- vjp: a forward scan that also stacks the carries, then a scan the other way -------------
 
+// The scan with its ys extended by the carry each step starts from: the reverse pass's record.
+std::shared_ptr<const Scan> Scan::recording() const {
+  Graph res = *body_;
+  for (size_t k = 0; k < n_carry_; ++k) res.outputs.push_back(body_->inputs[k]);
+  return std::make_shared<const Scan>(std::make_shared<const Graph>(std::move(res)), n_carry_,
+                                      n_consts_, length_, reverse_);
+}
+
+// Under reverse mode the forward pass itself records the carries, so the vjp does not run the
+// loop again (it did: 2x the forward GEMMs of an LSTM).
+std::vector<Tensor> Scan::forward_with_residuals(const std::vector<Tensor>& inputs) const {
+  return lanes::bind(recording(), inputs);
+}
+
+std::vector<Tensor> Scan::vjp_residuals(const std::vector<Tensor>& primals,
+                                        const std::vector<Tensor>& cts,
+                                        const std::vector<Tensor>& outputs,
+                                        const std::vector<Tensor>& residuals,
+                                        const std::vector<bool>&) const {
+  return vjp_given(primals, cts, outputs, residuals);
+}
+
 std::vector<Tensor> Scan::vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
                               const std::vector<Tensor>& outputs) const {
+  const std::vector<Tensor> f = lanes::bind(recording(), primals);
+  return vjp_given(primals, cts, outputs,
+                   std::vector<Tensor>(f.begin() + int64_t(outputs.size()), f.end()));
+}
+
+// The reverse pass given the carries each step started from (hist, stacked over the steps).
+std::vector<Tensor> Scan::vjp_given(const std::vector<Tensor>& primals,
+                                    const std::vector<Tensor>& cts,
+                                    const std::vector<Tensor>& outputs,
+                                    const std::vector<Tensor>& hist) const {
   const Graph& g = *body_;
   const size_t nc = n_carry_, nk = n_consts_, n = g.inputs.size(), ny = g.outputs.size() - nc;
-  // Forward again, with ys extended by the carry each step starts from.
-  std::vector<size_t> outs = range(0, nc + ny);
-  Graph res = g;
-  for (size_t k = 0; k < nc; ++k) res.outputs.push_back(g.inputs[k]);
-  const auto fwd = std::make_shared<const Scan>(std::make_shared<const Graph>(std::move(res)), nc,
-                                                nk, length_, reverse_);
-  const std::vector<Tensor> f = lanes::bind(fwd, primals);
-  const std::vector<Tensor> hist(f.begin() + int64_t(nc + ny), f.end());
-
   std::vector<bool> wrt(n), float_out;
   for (size_t i = 0; i < n; ++i) wrt[i] = detail::has_tangent(g.types[g.inputs[i]]);
   for (ValueId v : g.outputs) float_out.push_back(detail::has_tangent(g.types[v]));

@@ -86,6 +86,7 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
   const Graph& g = *graph;
   auto env = std::make_shared<std::vector<Tensor>>(g.types.size());
   auto active = std::make_shared<std::vector<bool>>(g.types.size(), false);
+  auto residuals = std::make_shared<std::vector<std::vector<Tensor>>>(g.nodes.size());
   for (const auto& [v, t] : g.constants) (*env)[v] = t;
   for (size_t i = 0; i < inputs.size(); ++i) {
     (*env)[g.inputs[i]] = inputs[i];
@@ -99,7 +100,15 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
       args.push_back((*env)[v]);
       any = any || (*active)[v];
     }
-    std::vector<Tensor> outs = detail::replay(g, n, args);
+    std::vector<Tensor> outs;
+    if (any) outs = n.prim->forward_with_residuals(args);
+    if (outs.empty()) {
+      outs = detail::replay(g, n, args);
+    } else {  // the node saved residuals for its vjp rule after its outputs
+      (*residuals)[&n - g.nodes.data()].assign(outs.begin() + int64_t(n.outputs.size()),
+                                               outs.end());
+      outs.resize(n.outputs.size());
+    }
     for (size_t k = 0; k < outs.size(); ++k) {
       (*env)[n.outputs[k]] = std::move(outs[k]);
       (*active)[n.outputs[k]] = any && differentiable(g.types[n.outputs[k]]);
@@ -107,7 +116,7 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
   }
   Linearized lin;
   for (ValueId v : g.outputs) lin.outputs.push_back((*env)[v]);
-  lin.backward = [graph, env, active, wrt](const std::vector<Tensor>& cotangents) {
+  lin.backward = [graph, env, active, residuals, wrt](const std::vector<Tensor>& cotangents) {
     const Graph& g = *graph;
     check(cotangents.size() == g.outputs.size(), "vjp: ", cotangents.size(), " cotangents for ",
           g.outputs.size(), " outputs");
@@ -136,7 +145,10 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
         needed = needed || (*active)[v];
       }
       if (!needed) continue;
-      const std::vector<Tensor> in_ct = n.prim->vjp_wanted(primals, out_ct, outs, wanted);
+      const std::vector<Tensor>& saved = (*residuals)[size_t(&n - g.nodes.data())];
+      const std::vector<Tensor> in_ct =
+          saved.empty() ? n.prim->vjp_wanted(primals, out_ct, outs, wanted)
+                        : n.prim->vjp_residuals(primals, out_ct, outs, saved, wanted);
       check(in_ct.size() == n.inputs.size(), "vjp: the rule of '", n.prim->name(), "' gave ",
             in_ct.size(), " cotangents for ", n.inputs.size(), " inputs");
       for (size_t k = 0; k < n.inputs.size(); ++k)
