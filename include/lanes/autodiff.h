@@ -42,6 +42,19 @@ struct Linearized {
 };
 Linearized vjp_graph(Graph g, const std::vector<Tensor>& inputs, const std::vector<bool>& wrt);
 
+/// Which values of g depend on the inputs flagged in wrt (and are floats): those reverse mode
+/// carries cotangents for.
+std::vector<bool> active_values(const Graph& g, const std::vector<bool>& wrt);
+/// The backward half of vjp_graph: the cotangents of the inputs flagged in wrt, given every
+/// value's primal in `env` (indexed by ValueId; only those the rules read need be defined),
+/// `active` from active_values, and optionally the residuals nodes saved (per node). A loop's
+/// reverse pass calls it on its body with the values its forward pass saved.
+std::vector<Tensor> backward_sweep(const Graph& g, const std::vector<Tensor>& env,
+                                   const std::vector<bool>& active,
+                                   const std::vector<std::vector<Tensor>>* residuals,
+                                   const std::vector<bool>& wrt,
+                                   const std::vector<Tensor>& cotangents);
+
 /// Forward mode over a graph: outputs and their tangents (zeros where none flows).
 std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
                                                               const std::vector<Tensor>& inputs,

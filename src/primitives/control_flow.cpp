@@ -92,4 +92,31 @@ Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows) {
   return out;
 }
 
+// g with its inputs and outputs listed in a new order (positions into the old lists).
+GraphPtr reordered(const Graph& g, const std::vector<size_t>& inputs,
+                   const std::vector<size_t>& outputs) {
+  Graph out = g;
+  out.inputs.clear();
+  out.outputs.clear();
+  for (size_t i : inputs) out.inputs.push_back(g.inputs[i]);
+  for (size_t k : outputs) out.outputs.push_back(g.outputs[k]);
+  return std::make_shared<const Graph>(std::move(out));
+}
+
+std::vector<size_t> range(size_t lo, size_t hi) {
+  std::vector<size_t> r;
+  for (size_t i = lo; i < hi; ++i) r.push_back(i);
+  return r;
+}
+
+// A closed body whose inputs are (carry, consts, xs, lifted): lifted moved in after the consts,
+// so the scan takes them as more consts.
+GraphPtr lifted_as_consts(const detail::Closed& c, size_t n_carry, size_t n_consts, size_t n_xs) {
+  const size_t n = n_carry + n_consts + n_xs, lifted = c.lifted.size();
+  std::vector<size_t> order = range(0, n_carry + n_consts);
+  for (size_t i : range(n, n + lifted)) order.push_back(i);
+  for (size_t i : range(n_carry + n_consts, n)) order.push_back(i);
+  return reordered(*c.graph, order, range(0, c.graph->outputs.size()));
+}
+
 }  // namespace lanes::prim

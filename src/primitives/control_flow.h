@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "lanes/primitive.h"
@@ -113,10 +114,14 @@ class Scan : public Primitive {
                                     const std::vector<bool>& wanted) const override;
 
  private:
+  struct BodyVjp;  // the body's reverse sweep and the values it reads (scan_vjp.cpp)
+  const BodyVjp& body_vjp() const;
   std::shared_ptr<const Scan> recording() const;
   std::vector<Tensor> vjp_given(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
                                 const std::vector<Tensor>& outputs,
-                                const std::vector<Tensor>& hist) const;
+                                const std::vector<Tensor>& saved) const;
+  mutable std::once_flag vjp_once_;
+  mutable std::shared_ptr<const BodyVjp> vjp_;
   GraphPtr body_;
   size_t n_carry_, n_consts_;
   int64_t length_;
@@ -136,6 +141,14 @@ Widened widen_all(std::vector<detail::Closed> closed, std::vector<Tensor> operan
 /// Helpers shared by the control-flow rules.
 /// Each operand with its lane dim at 0 (unmapped ones stay as they are) and the flags.
 std::vector<Tensor> lanes_first(const std::vector<Batched>& in, std::vector<bool>& mapped);
+/// g with its inputs and outputs listed in a new order (positions into the old lists).
+GraphPtr reordered(const Graph& g, const std::vector<size_t>& inputs,
+                   const std::vector<size_t>& outputs);
+/// lo, lo + 1, ..., hi - 1.
+std::vector<size_t> range(size_t lo, size_t hi);
+/// A closed scan body whose inputs are (carry, consts, xs, lifted) with the lifted moved in after
+/// the consts, so the scan takes them as more consts.
+GraphPtr lifted_as_consts(const detail::Closed& c, size_t n_carry, size_t n_consts, size_t n_xs);
 /// Rows `rows` of axis 0 of a concrete tensor, as a new contiguous tensor: the gathers of a
 /// partitioned cond and a compacted loop (lanes are rows; the general gather kernel costs 5x).
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);

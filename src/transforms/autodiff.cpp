@@ -117,53 +117,72 @@ Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
   Linearized lin;
   for (ValueId v : g.outputs) lin.outputs.push_back((*env)[v]);
   lin.backward = [graph, env, active, residuals, wrt](const std::vector<Tensor>& cotangents) {
-    const Graph& g = *graph;
-    check(cotangents.size() == g.outputs.size(), "vjp: ", cotangents.size(), " cotangents for ",
-          g.outputs.size(), " outputs");
-    std::vector<Tensor> ct(g.types.size());
-    for (size_t i = 0; i < cotangents.size(); ++i) {
-      const TensorType& t = g.types[g.outputs[i]];
-      check(!cotangents[i].defined() || cotangents[i].shape() == t.shape, "vjp: cotangent ", i,
-            " has shape ", fmt(cotangents[i].shape()), " but the output has shape ", fmt(t.shape));
-      if ((*active)[g.outputs[i]]) accumulate(ct[g.outputs[i]], cotangents[i], t, nullptr);
-    }
-    for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
-      const Node& n = *it;
-      std::vector<Tensor> out_ct, outs, primals;
-      std::vector<bool> wanted;
-      bool any = false;
-      for (ValueId v : n.outputs) {
-        out_ct.push_back(ct[v]);
-        outs.push_back((*env)[v]);
-        any = any || ct[v].defined();
-      }
-      if (!any) continue;
-      bool needed = false;
-      for (ValueId v : n.inputs) {
-        primals.push_back((*env)[v]);
-        wanted.push_back((*active)[v]);
-        needed = needed || (*active)[v];
-      }
-      if (!needed) continue;
-      const std::vector<Tensor>& saved = (*residuals)[size_t(&n - g.nodes.data())];
-      const std::vector<Tensor> in_ct =
-          saved.empty() ? n.prim->vjp_wanted(primals, out_ct, outs, wanted)
-                        : n.prim->vjp_residuals(primals, out_ct, outs, saved, wanted);
-      check(in_ct.size() == n.inputs.size(), "vjp: the rule of '", n.prim->name(), "' gave ",
-            in_ct.size(), " cotangents for ", n.inputs.size(), " inputs");
-      for (size_t k = 0; k < n.inputs.size(); ++k)
-        if ((*active)[n.inputs[k]])
-          accumulate(ct[n.inputs[k]], in_ct[k], g.types[n.inputs[k]], n.prim.get());
-    }
-    std::vector<Tensor> result(g.inputs.size());
-    for (size_t i = 0; i < g.inputs.size(); ++i) {
-      if (!wrt[i]) continue;
-      const ValueId v = g.inputs[i];
-      result[i] = ct[v].defined() ? ct[v] : zeros_of(g.types[v]);
-    }
-    return result;
+    return backward_sweep(*graph, *env, *active, residuals.get(), wrt, cotangents);
   };
   return lin;
+}
+
+std::vector<bool> active_values(const Graph& g, const std::vector<bool>& wrt) {
+  std::vector<bool> active(g.types.size(), false);
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    active[g.inputs[i]] = wrt[i] && differentiable(g.types[g.inputs[i]]);
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (ValueId v : n.inputs) any = any || active[v];
+    for (ValueId v : n.outputs) active[v] = any && differentiable(g.types[v]);
+  }
+  return active;
+}
+
+std::vector<Tensor> backward_sweep(const Graph& g, const std::vector<Tensor>& env,
+                                   const std::vector<bool>& active,
+                                   const std::vector<std::vector<Tensor>>* residuals,
+                                   const std::vector<bool>& wrt,
+                                   const std::vector<Tensor>& cotangents) {
+  check(cotangents.size() == g.outputs.size(), "vjp: ", cotangents.size(), " cotangents for ",
+        g.outputs.size(), " outputs");
+  std::vector<Tensor> ct(g.types.size());
+  for (size_t i = 0; i < cotangents.size(); ++i) {
+    const TensorType& t = g.types[g.outputs[i]];
+    check(!cotangents[i].defined() || cotangents[i].shape() == t.shape, "vjp: cotangent ", i,
+          " has shape ", fmt(cotangents[i].shape()), " but the output has shape ", fmt(t.shape));
+    if (active[g.outputs[i]]) accumulate(ct[g.outputs[i]], cotangents[i], t, nullptr);
+  }
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    std::vector<Tensor> out_ct, outs, primals;
+    std::vector<bool> wanted;
+    bool any = false;
+    for (ValueId v : n.outputs) {
+      out_ct.push_back(ct[v]);
+      outs.push_back(env[v]);
+      any = any || ct[v].defined();
+    }
+    if (!any) continue;
+    bool needed = false;
+    for (ValueId v : n.inputs) {
+      primals.push_back(env[v]);
+      wanted.push_back(active[v]);
+      needed = needed || active[v];
+    }
+    if (!needed) continue;
+    const bool saved = residuals && !(*residuals)[i].empty();
+    const std::vector<Tensor> in_ct =
+        saved ? n.prim->vjp_residuals(primals, out_ct, outs, (*residuals)[i], wanted)
+              : n.prim->vjp_wanted(primals, out_ct, outs, wanted);
+    check(in_ct.size() == n.inputs.size(), "vjp: the rule of '", n.prim->name(), "' gave ",
+          in_ct.size(), " cotangents for ", n.inputs.size(), " inputs");
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (active[n.inputs[k]])
+        accumulate(ct[n.inputs[k]], in_ct[k], g.types[n.inputs[k]], n.prim.get());
+  }
+  std::vector<Tensor> result(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    if (!wrt[i]) continue;
+    const ValueId v = g.inputs[i];
+    result[i] = ct[v].defined() ? ct[v] : zeros_of(g.types[v]);
+  }
+  return result;
 }
 
 std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
