@@ -64,6 +64,13 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   /// Evaluates on concrete tensors. Outputs may be views of inputs (tensors are immutable).
   virtual std::vector<Tensor> eval(const std::vector<Tensor>& inputs) const = 0;
 
+  /// eval given the only remaining handles of the inputs that are at their last use: the
+  /// compiled executor calls it. A loop overrides it to let go of its initial carry after the
+  /// first iteration (its peak memory is then one iteration's plus the carries).
+  virtual std::vector<Tensor> eval_consuming(std::vector<Tensor> inputs) const {
+    return eval(inputs);
+  }
+
   /// Batching rule (vmap): `inputs`, at least one mapped, hold `size` examples; returns each
   /// output with its batch dim. Rules are written with ops, so they run eagerly or are recorded
   /// like any other code. The default has no rule: it runs the primitive once per example (a

@@ -68,6 +68,7 @@ class While : public Primitive {
  public:
   While(GraphPtr cond, GraphPtr body, size_t n_carry, Lanes lanes = {});
   std::string name() const override { return "while"; }
+  std::vector<Tensor> eval_consuming(std::vector<Tensor> in) const override;
   std::string params() const override;
   std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
@@ -97,6 +98,7 @@ class Scan : public Primitive {
  public:
   Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse);
   std::string name() const override { return "scan"; }
+  std::vector<Tensor> eval_consuming(std::vector<Tensor> in) const override;
   std::string params() const override;
   std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;

@@ -64,7 +64,10 @@ std::vector<TensorType> Scan::infer(const std::vector<TensorType>& in) const {
   return out;
 }
 
-std::vector<Tensor> Scan::eval(const std::vector<Tensor>& in) const {
+std::vector<Tensor> Scan::eval(const std::vector<Tensor>& in) const { return eval_consuming(in); }
+
+// Takes its inputs by value so the initial carry is released after the first step.
+std::vector<Tensor> Scan::eval_consuming(std::vector<Tensor> in) const {
   const Graph& g = *body_;
   std::vector<Tensor> args(in.begin(), in.begin() + int64_t(n_carry_ + n_consts_));
   const std::vector<Tensor> xs(in.begin() + int64_t(n_carry_ + n_consts_), in.end());
@@ -74,8 +77,12 @@ std::vector<Tensor> Scan::eval(const std::vector<Tensor>& in) const {
     const TensorType& t = g.types[g.outputs[k]];
     out[k] = Tensor::empty(with_length(t.shape, length_), t.dtype);
   }
-  for (size_t k = 0; k < n_carry_; ++k) out[k] = in[k];
   const std::vector<Tensor> hoisted = loop_->start(in);
+  for (size_t k = 0; k < n_carry_; ++k) {
+    out[k] = std::move(in[k]);
+    args[k] = Tensor();
+  }
+  in.clear();
   for (int64_t s = 0; s < length_; ++s) {
     const int64_t t = reverse_ ? length_ - 1 - s : s;
     for (size_t k = 0; k < n_carry_; ++k) args[k] = out[k];

@@ -28,76 +28,93 @@ std::vector<bool> lane_flags(size_t n_carry, const Lanes& lanes) {
   return m;
 }
 
+// body taking one more input, a 0-d bool: where(it, body(carry, consts), carry). Batched, each
+// lane keeps its carry once its predicate is false; fused, the select costs no pass of its own.
+GraphPtr masked(const Graph& body, size_t n_carry) {
+  std::vector<TensorType> types = detail::input_types(body);
+  types.push_back({{}, DType::Bool});
+  detail::Closed c = detail::trace_closed(types, [&](const std::vector<Tensor>& a) {
+    const std::vector<Tensor> in(a.begin(), a.end() - 1);
+    std::vector<Tensor> out = eval_graph(body, in);
+    for (size_t k = 0; k < n_carry; ++k) out[k] = where(a.back(), out[k], a[k]);
+    return out;
+  });
+  check(c.lifted.empty(), "while: the masked body lifted a constant (a bug in lanes)");
+  return c.graph;
+}
+
 Tensor lane_mask(const std::vector<bool>& active, int64_t rank) {
   Shape s(rank, 1);
   s[0] = int64_t(active.size());
   return reshape(tensor(active, {int64_t(active.size())}), s);
 }
 
-// The loop of a lane while: runs cond and body on a working set of lanes and writes each lane's
-// carry back into the result when it finishes. `compact_below` is the active fraction of the
-// working set under which the active lanes are gathered into a smaller one (0: never, mask).
+// The loop of a lane while. The body runs masked (where(pred, body(carry), carry), fused into
+// the body's own pass), so a finished lane keeps its carry and the working set is the result
+// until a compaction: then the finished lanes' rows go to the result and the running ones are
+// gathered into a smaller working set. `compact_below` is the running fraction of the working
+// set under which that happens (0: never, Mask). Masking in the body keeps the peak memory at
+// one iteration's plus the carries (a separate result buffer was one carry more).
 class LaneLoop {
  public:
-  LaneLoop(const detail::LaneRunners& cond, const detail::LaneRunners& body, size_t n_carry,
+  LaneLoop(const detail::LaneRunners& cond, const detail::LaneRunners& masked_body, size_t n_carry,
            const Lanes& lanes)
-      : cond_(cond), body_(body), nc_(n_carry), lanes_(lanes) {
+      : cond_(cond), body_(masked_body), nc_(n_carry), lanes_(lanes) {
     auto_ = lanes.options.loop == LoopStrategy::Auto;
-    work_ = detail::work_of(cond.graph()) + detail::work_of(body.graph());
-    const Graph& g = body.graph();
-    for (size_t i = 0; i < g.inputs.size(); ++i)
+    work_ = detail::work_of(cond.graph()) + detail::work_of(masked_body.graph());
+    const Graph& g = masked_body.graph();
+    for (size_t i = 0; i + 1 < g.inputs.size(); ++i)
       if (i < n_carry || lanes.mapped[i]) moved_ += double(shape_numel(g.types[g.inputs[i]].shape));
   }
 
-  std::vector<Tensor> run(const std::vector<Tensor>& in, double compact_below) {
+  std::vector<Tensor> run(std::vector<Tensor> in, double compact_below) {
     const int64_t B = lanes_.size;
-    std::vector<Tensor> work(in.begin(), in.begin() + int64_t(nc_));
+    std::vector<Tensor> work(std::make_move_iterator(in.begin()),
+                             std::make_move_iterator(in.begin() + int64_t(nc_)));
     const std::vector<Tensor> consts(in.begin() + int64_t(nc_), in.end());
-    std::vector<Tensor> consts_w = consts;
-    std::vector<Tensor> result;
-    for (const Tensor& c : work) result.push_back(Tensor::empty(c.shape(), c.dtype()));
+    in.clear();
+    std::vector<Tensor> consts_w = consts, result;  // result: made at the first compaction
     std::vector<int64_t> lane(B);  // working position -> lane; the first `real` are distinct
     for (int64_t b = 0; b < B; ++b) lane[b] = b;
-    int64_t real = B, width = B, running = B;  // `running`: real lanes not yet done
-    int64_t iterations = 0;
-    std::vector<uint8_t> done(B, 0);
-    std::vector<int64_t> finished, active;
+    int64_t real = B, width = B, iterations = 0;
+    std::vector<int64_t> finished, running;
     for (;;) {
-      const Tensor pred = cond_.run(width, concat_args(work, consts_w))[0].contiguous();
-      // Branch-free over bytes (bool is one byte here), so the scan over the lanes vectorizes:
-      // with 65536 lanes it was most of a Newton solve's time.
+      Tensor pred = cond_.run(width, concat_args(work, consts_w))[0].contiguous();
+      // Branch-free over bytes (bool is one byte here), so the count vectorizes: with 65536
+      // lanes the scan over the lanes was most of a Newton solve's time.
       const uint8_t* p = reinterpret_cast<const uint8_t*>(pred.data<bool>());
-      int64_t still = 0;
-      for (int64_t j = 0; j < real; ++j) still += p[j] & (done[j] ^ 1);
-      if (still != running) {  // some lanes finished: their carries are final
-        finished.clear();
-        for (int64_t j = 0; j < real; ++j)
-          if ((p[j] | done[j]) == 0) finished.push_back(j);
-        write_back(work, finished, lane, result);
-        for (int64_t j : finished) done[j] = 1;
-        running = still;
-      }
-      if (running == 0) break;
+      int64_t n_running = 0;
+      for (int64_t j = 0; j < real; ++j) n_running += p[j];
+      if (n_running == 0) break;
       ++iterations;
-      if (double(running) < compact_below * double(real) &&
-          pays(real - running, running, iterations)) {
-        active.clear();
-        for (int64_t j = 0; j < real; ++j)
-          if (!done[j]) active.push_back(j);
-        const int64_t nb = std::min(width, detail::lane_bucket(running));
+      if (double(n_running) < compact_below * double(real) &&
+          pays(real - n_running, n_running, iterations)) {
+        finished.clear();
+        running.clear();
+        for (int64_t j = 0; j < real; ++j) (p[j] ? running : finished).push_back(j);
+        if (result.empty())
+          for (const Tensor& c : work) result.push_back(Tensor::empty(c.shape(), c.dtype()));
+        write_back(work, finished, lane, result);
+        const int64_t nb = std::min(width, detail::lane_bucket(n_running));
+        running.resize(nb, running[0]);  // padding repeats a running lane
         std::vector<int64_t> ids;
-        active.resize(nb, active[0]);  // padding repeats an active lane
-        for (int64_t j : active) ids.push_back(lane[j]);
-        for (Tensor& c : work) c = gather_rows(c, active);
+        for (int64_t j : running) ids.push_back(lane[j]);
+        for (Tensor& c : work) c = gather_rows(c, running);
         for (size_t i = 0; i < consts.size(); ++i)
           if (lanes_.mapped[nc_ + i]) consts_w[i] = gather_rows(consts[i], ids);
+        pred = lanes::full({nb}, 1.0, DType::Bool);
         lane = std::move(ids);
-        real = running;
+        real = n_running;
         width = nb;
-        done.assign(nb, 0);
       }
-      work = body_.run(width, concat_args(work, consts_w));
+      std::vector<Tensor> args = concat_args(work, consts_w);
+      args.push_back(pred);
+      work = body_.run(width, args);
     }
+    if (result.empty()) return work;  // never compacted: the working set is every lane
+    std::vector<int64_t> rows(real);
+    for (int64_t j = 0; j < real; ++j) rows[j] = j;
+    write_back(work, rows, lane, result);
     return result;
   }
 
@@ -305,7 +322,10 @@ While::While(GraphPtr cond, GraphPtr body, size_t n_carry, Lanes lanes)
     : cond_(std::move(cond)), body_(std::move(body)), n_carry_(n_carry), lanes_(std::move(lanes)) {
   if (lanes_.on()) {
     cond_lanes_ = std::make_shared<detail::LaneRunners>(cond_, lanes_.mapped, lanes_.options);
-    body_lanes_ = std::make_shared<detail::LaneRunners>(body_, lanes_.mapped, lanes_.options);
+    std::vector<bool> m = lanes_.mapped;
+    m.push_back(true);  // the predicate
+    body_lanes_ =
+        std::make_shared<detail::LaneRunners>(masked(*body_, n_carry_), m, lanes_.options);
   } else {
     std::vector<bool> consts(body_->inputs.size(), true);
     std::fill(consts.begin(), consts.begin() + int64_t(n_carry_), false);
@@ -341,17 +361,23 @@ std::vector<TensorType> While::infer(const std::vector<TensorType>& in) const {
   return std::vector<TensorType>(in.begin(), in.begin() + int64_t(n_carry_));
 }
 
-std::vector<Tensor> While::eval(const std::vector<Tensor>& in) const {
+std::vector<Tensor> While::eval(const std::vector<Tensor>& in) const { return eval_consuming(in); }
+
+// Takes its inputs by value so the initial carry is released once the first iteration has
+// replaced it.
+std::vector<Tensor> While::eval_consuming(std::vector<Tensor> in) const {
   if (lanes_.on()) {
     const double below = lanes_.options.loop == LoopStrategy::Mask      ? 0.0
                          : lanes_.options.loop == LoopStrategy::Compact ? 0.75
                                                                         : 0.5;
-    return LaneLoop(*cond_lanes_, *body_lanes_, n_carry_, lanes_).run(in, below);
+    return LaneLoop(*cond_lanes_, *body_lanes_, n_carry_, lanes_).run(std::move(in), below);
   }
-  std::vector<Tensor> carry(in.begin(), in.begin() + int64_t(n_carry_));
-  const std::vector<Tensor> consts(in.begin() + int64_t(n_carry_), in.end());
   // The invariant parts of cond and body (on the consts alone) are computed once.
   const std::vector<Tensor> hc = cond_runner_->start(in), hb = body_runner_->start(in);
+  std::vector<Tensor> carry(std::make_move_iterator(in.begin()),
+                            std::make_move_iterator(in.begin() + int64_t(n_carry_)));
+  const std::vector<Tensor> consts(in.begin() + int64_t(n_carry_), in.end());
+  in.clear();
   while (cond_runner_->step(concat_args(carry, consts), hc)[0].template item<bool>())
     carry = body_runner_->step(concat_args(carry, consts), hb);
   return carry;

@@ -51,7 +51,8 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
       const bool again = std::find(n.inputs.begin() + k + 1, n.inputs.end(), v) != n.inputs.end();
       args.push_back(last_use[v] == int64_t(i) && !again ? std::move(env[v]) : env[v]);
     }
-    std::vector<Tensor> outs = n.prim->eval(args);
+    std::vector<Tensor> outs = n.prim->eval_consuming(std::move(args));
+    args.clear();  // moved from: empty it before its reuse
     for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
     for (ValueId v : n.inputs)
       if (last_use[v] == static_cast<int64_t>(i)) env[v] = Tensor();
