@@ -64,6 +64,14 @@ TEST(TensorShapes, NegativeDimensionsAreErrorsWhereverAShapeIsAccepted) {
   // Under a transform the shape rules see the same check.
   auto traced = vmap([](const Tensor& x) { return broadcast_to(x, {-3, 1}); });
   expect_error([&] { traced(ones({2, 1})); }, {"(-3, 1)", "negative"});
+  // A view made by hand checks its shape too.
+  const Tensor base = ones({1});
+  expect_error([&] { Tensor(base.storage(), {-3}, {0}, 0, kFloat32); }, {"(-3,)", "negative"});
+  expect_error(
+      [&] {
+        Tensor(base.storage(), {k32, k32}, {0, 0}, 0, kFloat32);
+      },
+      {"(4294967296, 4294967296)"});
   // reshape's single -1 is still allowed.
   EXPECT_EQ(reshape(zeros({6}), {-1, 3}).shape(), (Shape{2, 3}));
   EXPECT_EQ(zeros({0, 5}).numel(), 0);

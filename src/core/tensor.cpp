@@ -229,13 +229,18 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 
 const Tensor::Impl Tensor::undefined_{};
 
+// Views and tracers check their shapes too (a loop over the dims while all is well), so that no
+// tensor, however it was made, has a shape whose element count wrapped around.
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset,
-               DType dtype)
-    : impl_(std::make_shared<const Impl>(
-          Impl{std::move(storage), std::move(shape), std::move(strides), offset, dtype})) {}
+               DType dtype) {
+  if (!shape_fits(shape, dtype)) check_shape(shape, dtype, "tensor view");
+  impl_ = std::make_shared<const Impl>(
+      Impl{std::move(storage), std::move(shape), std::move(strides), offset, dtype});
+}
 
 Tensor Tensor::traced(Tracer tracer, Shape shape, DType dtype) {
   check(tracer.trace_id != 0, "traced: trace id 0 is reserved for concrete tensors");
+  if (!shape_fits(shape, dtype)) check_shape(shape, dtype, "traced tensor");
   // No strides: a tracer has no memory layout, and creating one per traced op would cost an
   // allocation.
   Tensor t;
