@@ -121,8 +121,9 @@ Tensor no_examples(const Tensor& x) {
   return lanes::zeros(s, x.dtype());
 }
 
-// Per-example gradients of an empty batch (B = 0): vmap of vjp, and vmap of grad of the sum of
-// the output, give an empty gradient of the input's type, with every input mapped.
+// Per-example gradients of an empty batch (B = 0): vmap of vjp, vmap of grad of the sum of the
+// output, and grad of the sum of vmap give an empty gradient of the input's type, with every
+// input mapped.
 TEST_P(GradOps, PerExampleGradientsOfAnEmptyBatchAreEmpty) {
   const OpRow& r = row();
   Gen gen;
@@ -145,10 +146,17 @@ TEST_P(GradOps, PerExampleGradientsOfAnEmptyBatchAreEmpty) {
     auto per_example_grad = [&](const std::vector<Tensor>& args) {
       return lanes::grad([&](const Tensor& x) { return lanes::sum(with_k(args, x)); })(args[k]);
     };
-    Tensor got, got_grad;
+    // And the other order: the gradient of the batched function's sum (grad of vmap).
+    auto batched_loss = [&](const Tensor& xs) {
+      std::vector<Tensor> args = stacked;
+      args[k] = xs;
+      return lanes::sum(lanes::vmap(r.call)(args));
+    };
+    Tensor got, got_grad, got_outer;
     ASSERT_NO_THROW(got = lanes::vmap(per_example)(stacked, no_examples(y)));
     ASSERT_NO_THROW(got_grad = lanes::vmap(per_example_grad)(stacked));
-    for (const Tensor& g : {got, got_grad}) {
+    ASSERT_NO_THROW(got_outer = lanes::grad(batched_loss)(stacked[k]));
+    for (const Tensor& g : {got, got_grad, got_outer}) {
       EXPECT_EQ(g.shape(), no_examples(example[k]).shape());
       EXPECT_EQ(g.dtype(), DType::Float64);
     }
