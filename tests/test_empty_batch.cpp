@@ -1,8 +1,9 @@
-// vmap over an empty batch (B = 0) where the batching rules used to divide by B: conv2d and
-// conv_transpose2d with the input, the weight or both mapped, and per-example gradients of a conv
-// loss. The expected shapes are jax's: the per-example result's shape behind a batch axis of 0.
-// (The op-table tests run every op with B = 0 under vmap, grad and compile; these are the cases
-// of the bug report, spelled out.)
+// vmap over an empty batch (B = 0) where the batching rules failed: conv2d and conv_transpose2d
+// (divisions by B) with the input, the weight or both mapped, per-example gradients of a conv
+// loss, and cond / while_loop with a per-example predicate (0 lanes taken for no lanes). The
+// expected shapes are jax's: the per-example result's shape behind a batch axis of 0. (The
+// op-table tests run every op of the table with B = 0 under vmap, grad and compile; these are
+// the cases of the bug report, and control flow, which has no rows there.)
 #include <gtest/gtest.h>
 
 #include "lanes/lanes.h"
@@ -74,3 +75,52 @@ TEST(EmptyBatch, PerExampleGradientsOfAConvLoss) {
 }
 
 }  // namespace
+
+// A cond or while_loop whose predicate differs per example becomes a lane node; with no examples
+// it has 0 lanes, and was taken for a plain node ("the index must be a 0-d integer, got shape
+// (0,)"). Every strategy, nested, under grad and compile.
+namespace {
+Tensor per_example_cond(const Tensor& x) {
+  return lanes::cond(
+      x[0] > 0.0, [](const Tensor& v) { return lanes::sqrt(v); },
+      [](const Tensor& v) { return v * 0.0; }, x);
+}
+Tensor per_example_while(const Tensor& x) {
+  auto [n, z] = lanes::while_loop(
+      [](const auto& c) { return lanes::sum(std::get<1>(c)) < 100.0; },
+      [](const auto& c) { return std::make_tuple(std::get<0>(c) + 1, std::get<1>(c) * 2.0); },
+      std::make_tuple(lanes::scalar(0, lanes::DType::Int32), x));
+  return z;
+}
+}  // namespace
+
+TEST(EmptyBatch, ControlFlowWithAPerExamplePredicate) {
+  for (auto s :
+       {lanes::CondStrategy::Select, lanes::CondStrategy::Partition, lanes::CondStrategy::Auto}) {
+    lanes::VmapOptions o;
+    o.cond = s;
+    EXPECT_EQ(lanes::vmap(per_example_cond, 0, 0, o)(lanes::zeros({0, 3})).shape(), (Shape{0, 3}));
+  }
+  for (auto s :
+       {lanes::LoopStrategy::Mask, lanes::LoopStrategy::Compact, lanes::LoopStrategy::Auto}) {
+    lanes::VmapOptions o;
+    o.loop = s;
+    EXPECT_EQ(lanes::vmap(per_example_while, 0, 0, o)(lanes::zeros({0, 3})).shape(), (Shape{0, 3}));
+  }
+  auto loss_cond = [](const Tensor& x) { return lanes::sum(per_example_cond(x)); };
+  auto loss_while = [](const Tensor& x) { return lanes::sum(per_example_while(x)); };
+  for (const Shape& s : {Shape{0, 3}, Shape{0, 2, 3}, Shape{2, 0, 3}}) {
+    const Tensor xs = lanes::zeros(s);
+    if (s.size() == 2) {
+      EXPECT_EQ(lanes::vmap(lanes::grad(loss_cond))(xs).shape(), s);
+      EXPECT_EQ(lanes::vmap(lanes::grad(loss_while))(xs).shape(), s);
+      EXPECT_EQ(lanes::compile(lanes::vmap(per_example_while))(xs).shape(), s);
+      continue;
+    }
+    EXPECT_EQ(lanes::vmap(lanes::vmap(per_example_cond))(xs).shape(), s);
+    EXPECT_EQ(lanes::vmap(lanes::vmap(lanes::grad(loss_while)))(xs).shape(), s);
+  }
+  // The lanes that exist still take their own branches.
+  const Tensor x = lanes::tensor(std::vector<float>{4, 1, -1, 2}, {2, 2});
+  EXPECT_EQ(lanes::vmap(per_example_cond)(x).to_vector<float>(), (std::vector<float>{2, 1, 0, 0}));
+}
