@@ -220,3 +220,54 @@ TEST(Autodiff, GradSkipsTheCotangentsOfUndifferentiatedInputs) {
   for (int i = 0; i < 3; ++i) want.push_back(3 * xs[i] * xs[i] / 4 * ws[i]);
   expect_close(grad(f)(x), tensor(want, {3}));
 }
+
+// Integer values have no derivative: differentiating one is an error naming the argument and the
+// dtypes (jax: "grad requires real-valued inputs ... but got int32"), never int zeros.
+TEST(Autodiff, IntegerArgumentsAreDifferentiatedNowhere) {
+  auto loss = [](const Tensor& w, const Tensor& labels) { return sum(w * cast(labels, kFloat32)); };
+  const Tensor w = ones({3}), labels = tensor(std::vector<int32_t>{1, 2, 3});
+  auto mentions = [](const std::string& msg, const std::vector<std::string>& parts) {
+    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  };
+  mentions(error_of([&] { grad(loss, {0, 1})(w, labels); }), {"grad", "argument 1", "int32"});
+  mentions(error_of([&] { value_and_grad(loss, {1})(w, labels); }), {"argument 1", "int32"});
+  mentions(error_of([&] { grad([](const Tensor& i) { return sum(cast(i, kFloat64)); })(labels); }),
+           {"argument 0", "int32", "float"});
+  // Arguments outside argnums may be integers; the differentiated one gets its gradient.
+  expect_close(std::get<0>(grad(loss, {0})(w, labels)), cast(labels, kFloat32));
+
+  // The pullback takes one cotangent of its output's dtype and shape, never an undefined one.
+  auto [y, back] = vjp([](const Tensor& v) { return v * 2.0; }, ones({2}));
+  mentions(error_of([&] {
+             back(tensor(std::vector<int32_t>{1, 1}));
+           }),
+           {"cotangent 0", "int32", "float32"});
+  mentions(error_of([&] { back(Tensor()); }), {"cotangent 0", "undefined", "float32"});
+  mentions(error_of([&] { back(ones({2}, kFloat64)); }), {"float64", "float32"});
+  mentions(error_of([&] { back(ones({3})); }), {"(3,)", "(2,)"});
+  expect_close(std::get<0>(back(ones({2}))), full({2}, 2.0));
+  // An integer primal of vjp is allowed: its cotangent is zeros of its dtype.
+  auto [z, back2] = vjp(loss, w, labels);
+  const auto [dw, dlabels] = back2(scalar(1.0));
+  expect_close(dw, cast(labels, kFloat32));
+  EXPECT_EQ(dlabels.dtype(), kInt32);
+  EXPECT_EQ(dlabels.to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 0}));
+
+  // jvp: a tangent of its primal's dtype; an integer primal takes none.
+  auto f = [](const Tensor& v, const Tensor& i) { return v * cast(i, kFloat32); };
+  mentions(
+      error_of([&] {
+        jvp(f, std::tuple{w, labels}, std::tuple{tensor(std::vector<int32_t>{1, 1, 1}), Tensor()});
+      }),
+      {"tangent 0", "int32", "float32"});
+  mentions(error_of([&] {
+             jvp(f, std::tuple{w, labels}, std::tuple{w, labels});
+           }),
+           {"primal 1", "int32", "no tangent"});
+  mentions(error_of([&] {
+             jvp(f, std::tuple{w, labels}, std::tuple{Tensor(), Tensor()});
+           }),
+           {"tangent 0", "undefined", "float32"});
+  const auto [fy, ft] = jvp(f, std::tuple{w, labels}, std::tuple{full({3}, 0.5), Tensor()});
+  expect_close(ft, cast(labels, kFloat32) * 0.5);
+}

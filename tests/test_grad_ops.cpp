@@ -1,6 +1,6 @@
 // Derivatives over the op table, in float64: for every differentiable op and every float input,
 // jvp agrees with central finite differences, vjp agrees with jvp (<v, J u> both ways), and the
-// per-example gradients from vmap(vjp) equal the loop.
+// per-example gradients from vmap(vjp) equal the loop, also for an empty batch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -111,6 +111,55 @@ TEST_P(GradOps, PerExampleVjpUnderVmapMatchesLoop) {
     const auto g = got.to_vector<double>(), w = want.to_vector<double>();
     ASSERT_EQ(got.shape(), want.shape());
     for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-10 * (1 + std::abs(w[i])));
+  }
+}
+
+// x with a batch of none in front: shape (0, x.shape...).
+Tensor no_examples(const Tensor& x) {
+  Shape s = x.shape();
+  s.insert(s.begin(), 0);
+  return lanes::zeros(s, x.dtype());
+}
+
+// Per-example gradients of an empty batch (B = 0): vmap of vjp, vmap of grad of the sum of the
+// output, and grad of the sum of vmap give an empty gradient of the input's type, with every
+// input mapped.
+TEST_P(GradOps, PerExampleGradientsOfAnEmptyBatchAreEmpty) {
+  const OpRow& r = row();
+  Gen gen;
+  const std::vector<Tensor> example = r.sample(DType::Float64, gen);
+  const Tensor y = r.call(example);
+  if (!lanes::is_floating(y.dtype())) GTEST_SKIP() << "integer output";
+  std::vector<Tensor> stacked;
+  for (const Tensor& x : example) stacked.push_back(no_examples(x));
+  for (size_t k = 0; k < example.size(); ++k) {
+    if (example[k].dtype() != DType::Float64) continue;
+    SCOPED_TRACE("input " + std::to_string(k));
+    auto with_k = [&r, k](std::vector<Tensor> args, const Tensor& x) {
+      args[k] = x;
+      return r.call(args);
+    };
+    auto per_example = [&](const std::vector<Tensor>& args, const Tensor& v) {
+      auto f = [&](const Tensor& x) { return with_k(args, x); };
+      return std::get<0>(lanes::vjp(f, args[k]).second(v));
+    };
+    auto per_example_grad = [&](const std::vector<Tensor>& args) {
+      return lanes::grad([&](const Tensor& x) { return lanes::sum(with_k(args, x)); })(args[k]);
+    };
+    // And the other order: the gradient of the batched function's sum (grad of vmap).
+    auto batched_loss = [&](const Tensor& xs) {
+      std::vector<Tensor> args = stacked;
+      args[k] = xs;
+      return lanes::sum(lanes::vmap(r.call)(args));
+    };
+    Tensor got, got_grad, got_outer;
+    ASSERT_NO_THROW(got = lanes::vmap(per_example)(stacked, no_examples(y)));
+    ASSERT_NO_THROW(got_grad = lanes::vmap(per_example_grad)(stacked));
+    ASSERT_NO_THROW(got_outer = lanes::grad(batched_loss)(stacked[k]));
+    for (const Tensor& g : {got, got_grad, got_outer}) {
+      EXPECT_EQ(g.shape(), no_examples(example[k]).shape());
+      EXPECT_EQ(g.dtype(), DType::Float64);
+    }
   }
 }
 

@@ -363,6 +363,57 @@ TEST_P(PassesOverDerivatives, CompiledPerExampleVjpEqualsUncompiled) {
   }
 }
 
+// An empty batch (B = 0) through compile: vmap of the op, and (differentiable rows) vmap of its
+// vjp, with every input mapped, give an empty result of the per-example type.
+namespace {
+Tensor no_examples(const Tensor& x) {
+  Shape s = x.shape();
+  s.insert(s.begin(), 0);
+  return zeros(s, x.dtype());
+}
+void expect_type(const Tensor& got, const Tensor& example) {
+  EXPECT_EQ(got.shape(), no_examples(example).shape());
+  EXPECT_EQ(got.dtype(), example.dtype());
+}
+}  // namespace
+
+TEST_P(PassesOverOpTable, CompiledEmptyBatchIsEmpty) {
+  const optable::OpRow& r = row_named(GetParam());
+  optable::Gen gen;
+  const std::vector<Tensor> example = r.sample(r.dtypes.back(), gen);
+  if (example.empty()) GTEST_SKIP() << "nothing to map";
+  std::vector<Tensor> stacked;
+  for (const Tensor& x : example) stacked.push_back(no_examples(x));
+  Tensor got;
+  ASSERT_NO_THROW(got = compile(vmap(r.call))(stacked));
+  expect_type(got, r.call(example));
+}
+
+TEST_P(PassesOverDerivatives, CompiledPerExampleVjpOfAnEmptyBatchIsEmpty) {
+  const optable::OpRow& r = row_named(GetParam());
+  optable::Gen gen;
+  const std::vector<Tensor> example = r.sample(DType::Float64, gen);
+  const Tensor y = r.call(example);
+  if (!is_floating(y.dtype())) GTEST_SKIP() << "integer output";
+  std::vector<Tensor> stacked;
+  for (const Tensor& x : example) stacked.push_back(no_examples(x));
+  for (size_t k = 0; k < example.size(); ++k) {
+    if (example[k].dtype() != DType::Float64) continue;
+    SCOPED_TRACE("input " + std::to_string(k));
+    auto per_example = [&r, k](const std::vector<Tensor>& args, const Tensor& v) {
+      auto f = [&](const Tensor& x) {
+        std::vector<Tensor> a = args;
+        a[k] = x;
+        return r.call(a);
+      };
+      return std::get<0>(vjp(f, args[k]).second(v));
+    };
+    Tensor got;
+    ASSERT_NO_THROW(got = compile(vmap(per_example))(stacked, no_examples(y)));
+    expect_type(got, example[k]);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, PassesOverOpTable, ::testing::ValuesIn(row_names(false)),
                          [](const auto& info) { return info.param; });
 INSTANTIATE_TEST_SUITE_P(Ops, PassesOverDerivatives, ::testing::ValuesIn(row_names(true)),

@@ -29,3 +29,88 @@ TEST(Tensor, PrintsLikeNumpy) {
   os << tensor(std::vector<int32_t>{1, 20});
   EXPECT_EQ(os.str(), "array([ 1, 20], dtype=int32)");
 }
+
+// ---- shapes that cannot be: negative dims, counts that overflow, sizes no memory holds --------
+
+namespace {
+// f throws a lanes::Error whose message mentions every string of `mentions`.
+template <class F>
+void expect_error(F f, const std::vector<std::string>& mentions) {
+  try {
+    f();
+    ADD_FAILURE() << "no lanes::Error thrown";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& m : mentions)
+      EXPECT_NE(msg.find(m), std::string::npos)
+          << "message \"" << msg << "\" lacks \"" << m << "\"";
+  }
+}
+constexpr int64_t k32 = int64_t{1} << 32, k62 = int64_t{1} << 62;
+}  // namespace
+
+TEST(TensorShapes, NegativeDimensionsAreErrorsWhereverAShapeIsAccepted) {
+  expect_error([] { zeros({-3}); }, {"(-3,)", "negative"});
+  expect_error([] { ones({2, -1}); }, {"(2, -1)", "negative"});
+  expect_error([] { full({-2, 0}, 1.0, kInt32); }, {"(-2, 0)", "negative"});
+  expect_error([] { tensor(std::vector<float>{}, {0, -1}); }, {"(0, -1)", "negative"});
+  expect_error([] { Tensor::empty({4, -4}, kFloat64); }, {"(4, -4)", "negative"});
+  expect_error([] { broadcast_to(ones({1}), {-3}); }, {"broadcast_to", "(-3,)", "negative"});
+  expect_error([] { broadcast_in_dim(ones({1}), {2, -3}, {0}); }, {"(2, -3)", "negative"});
+  expect_error([] { reshape(zeros({0}), {-2, 0}); }, {"reshape", "(-2, 0)"});
+  expect_error([] { reshape(zeros({6}), {-1, -1}); }, {"reshape", "-1"});
+  expect_error([] { iota({3, -1}, 0); }, {"iota", "(3, -1)"});
+  expect_error([] { random::normal(random::key(0), {-5}); }, {"(-5,)", "negative"});
+  // Under a transform the shape rules see the same check.
+  auto traced = vmap([](const Tensor& x) { return broadcast_to(x, {-3, 1}); });
+  expect_error([&] { traced(ones({2, 1})); }, {"(-3, 1)", "negative"});
+  // A view made by hand checks its shape too.
+  const Tensor base = ones({1});
+  expect_error([&] { Tensor(base.storage(), {-3}, {0}, 0, kFloat32); }, {"(-3,)", "negative"});
+  expect_error(
+      [&] {
+        Tensor(base.storage(), {k32, k32}, {0, 0}, 0, kFloat32);
+      },
+      {"(4294967296, 4294967296)"});
+  // reshape's single -1 is still allowed.
+  EXPECT_EQ(reshape(zeros({6}), {-1, 3}).shape(), (Shape{2, 3}));
+  EXPECT_EQ(zeros({0, 5}).numel(), 0);
+}
+
+TEST(TensorShapes, ElementCountsThatOverflowAreErrors) {
+  expect_error([] { zeros({k32, k32}); }, {"(4294967296, 4294967296)", "elements"});
+  expect_error([] { zeros({k62, 4, 2}); }, {"(4611686018427387904, 4, 2)", "elements"});
+  // A zero dim does not hide an overflow of the others (their products are the strides).
+  expect_error([] { zeros({0, k32, k32}); }, {"(0, 4294967296, 4294967296)"});
+  // Elements that fit but bytes that do not.
+  expect_error([] { zeros({k62}, kFloat64); }, {"(4611686018427387904,)", "float64", "bytes"});
+  const Tensor one = ones({1}, kBool);
+  expect_error([&] { broadcast_to(one, {k32, k32}); }, {"(4294967296, 4294967296)"});
+  expect_error([&] { reshape(zeros({0}), {k32, k32, 0}); }, {"(4294967296, 4294967296, 0)"});
+  expect_error([&] { reshape(zeros({0}), {-1, k32, k32}); }, {"reshape", "4294967296"});
+  // pad's and concatenate's sums, matmul's product.
+  expect_error([&] { pad(one, {k62}, {k62}); }, {"pad", "overflow"});
+  const Tensor quarter = broadcast_to(one, {k62});  // a view: 2^62 bools, 0 bytes of storage
+  expect_error(
+      [&] {
+        concatenate({quarter, quarter, quarter, quarter}, 0);
+      },
+      {"concatenate", "overflow"});
+  const Tensor col = broadcast_to(ones({1, 1}), {k32, 1}),
+               row = broadcast_to(ones({1, 1}), {1, k32});
+  expect_error([&] { matmul(col, row); }, {"(4294967296, 4294967296)"});
+}
+
+TEST(TensorShapes, AllocationsNoMemoryHoldsAreErrorsAndLeakNothing) {
+  const size_t live = memory_stats().live_bytes;
+  expect_error(
+      [] {
+        zeros({1000000, 1000000});
+      },
+      {"(1000000, 1000000)", "float32", "4000000000000 bytes"});
+  expect_error([] { arange(0, 1e13); }, {"(10000000000000,)", "bytes"});
+  expect_error([] { pad(ones({2}), {int64_t{1} << 40}, {0}); }, {"(1099511627778,)", "bytes"});
+  expect_error([] { zeros({int64_t{1} << 45}, kUInt8); }, {"uint8", "35184372088832 bytes"});
+  EXPECT_EQ(memory_stats().live_bytes, live);
+  EXPECT_EQ(ones({3}).to_vector<float>(), (std::vector<float>{1, 1, 1}));  // still works
+}

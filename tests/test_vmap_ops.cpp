@@ -1,6 +1,7 @@
 // vmap over the op table: for every op, every non-empty set of mapped inputs and several
 // in_axes/out_axes, vmap(op) equals the per-example loop (eager ops, stacked), and no op falls
-// back to the per-example loop; nested vmap (2 levels) likewise.
+// back to the per-example loop; nested vmap (2 levels) likewise; an empty batch gives an empty
+// result.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -151,6 +152,61 @@ TEST_P(VmapOps, NestedMatchesDoubleLoop) {
   Tensor got;
   ASSERT_NO_THROW(got = outer(inputs));
   EXPECT_TRUE(close(got, want, r));
+}
+
+// x's examples stacked at `axis` for a batch of none: shape x.shape with 0 inserted at axis.
+Tensor no_examples(const Tensor& x, int64_t axis) {
+  Shape s = x.shape();
+  s.insert(s.begin() + positive(axis, x.ndim() + 1), 0);
+  return lanes::zeros(s, x.dtype());
+}
+
+// An empty batch (B = 0), as in jax: every op, for every set of mapped inputs, gives an empty
+// result with the per-example output's shape and dtype and the batch axis of size 0.
+TEST_P(VmapOps, EmptyBatchGivesAnEmptyResultOfTheExampleType) {
+  const OpRow& r = row();
+  const DType dtype = r.dtypes.back();
+  Gen gen;
+  const std::vector<Tensor> example = r.sample(dtype, gen);
+  const Tensor one = r.call(example);  // the loop's type of one example
+  auto expect_empty = [&](const Tensor& got, int64_t out_axis) {
+    Shape want = one.shape();
+    want.insert(want.begin() + positive(out_axis, one.ndim() + 1), 0);
+    EXPECT_EQ(got.shape(), want);
+    EXPECT_EQ(got.dtype(), one.dtype());
+  };
+  const size_t n = example.size();
+  if (n == 0) {
+    lanes::VmapOptions options;
+    options.axis_size = 0;
+    auto batched =
+        lanes::vmap(r.call, lanes::in_axes(AxisSpec(std::vector<AxisSpec>{})), 0, options);
+    Tensor got;
+    ASSERT_NO_THROW(got = batched(std::vector<Tensor>{}));
+    expect_empty(got, 0);
+    return;
+  }
+  const size_t subsets = n > 4 ? 1 : (size_t{1} << n) - 1;
+  for (size_t mask = 1; mask <= subsets; ++mask) {
+    const size_t used = n > 4 ? (size_t{1} << n) - 1 : mask;
+    for (AxisMode mode : {AxisMode::First, AxisMode::Negative}) {
+      std::vector<Tensor> inputs;
+      std::vector<AxisSpec> axes;
+      for (size_t k = 0; k < n; ++k) {
+        const bool mapped = used >> k & 1;
+        const int64_t axis = axis_for(mode, example[k].ndim());
+        inputs.push_back(mapped ? no_examples(example[k], axis) : example[k]);
+        axes.push_back(mapped ? AxisSpec(axis) : AxisSpec(lanes::none));
+      }
+      const int64_t out_axis = mode == AxisMode::First ? 0 : -1;
+      SCOPED_TRACE("mapped inputs mask " + std::to_string(used) + ", axis mode " +
+                   std::to_string(int(mode)));
+      Tensor got;
+      ASSERT_NO_THROW(got = lanes::vmap(r.call, lanes::in_axes(AxisSpec(axes)), out_axis)(inputs));
+      expect_empty(got, out_axis);
+    }
+    if (n > 4) break;
+  }
 }
 
 std::vector<std::string> row_names() {

@@ -13,6 +13,14 @@
 // must have one type, since C++ fixes the result type at compile time); a list {0, 1} gives a
 // std::tuple with one entry per argument of f, the entries of arguments not listed being
 // undefined tensors (so `auto [dk, db] = grad(loss, {0, 1})(k, b)`).
+//
+// Integer and bool values have no derivative. They are allowed as arguments that are not
+// differentiated: arguments left out of argnums (grad, value_and_grad, jacrev, jacfwd, hessian),
+// captured values, and primals of vjp and jvp, whose cotangents come back as zeros of their own
+// dtype and which take an undefined tangent (Tensor()). Differentiating one is a lanes::Error
+// naming the argument and its dtype, as in jax: grad with respect to an integer argument; a
+// tangent for an integer primal or of another dtype than its primal (an int32 tangent for a
+// float32 primal); a pullback's cotangent that is undefined or not of its output's dtype.
 #pragma once
 
 #include <functional>
@@ -64,6 +72,17 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_graph(const Graph& g,
 std::vector<bool> selected_leaves(const std::vector<int>& argnums,
                                   const std::vector<size_t>& leaf_counts, const char* transform);
 
+/// Checks that every leaf flagged in `wrt` is a float tensor (leaf_counts: leaves per argument,
+/// to name the argument).
+void check_float_wrt(const std::vector<Tensor>& leaves, const std::vector<bool>& wrt,
+                     const std::vector<size_t>& leaf_counts, const char* transform);
+/// Checks what a user passes to vjp's pullback: one defined cotangent of each output's shape and
+/// dtype (an integer output may take an undefined one: nothing flows back from it).
+void check_cotangents(const std::vector<Tensor>& cotangents, const std::vector<Tensor>& outputs);
+/// Checks what a user passes to jvp: a tangent of each float primal's shape and dtype, and none
+/// (an undefined tensor) for an integer primal.
+void check_tangents(const std::vector<Tensor>& tangents, const std::vector<Tensor>& primals);
+
 /// Value and gradient of a graph with one scalar output (checked): its output, then the cotangent
 /// of each input flagged in `wrt` (undefined for the others). Under an enclosing trace it is
 /// recorded as one call of a cached body (call_cached).
@@ -91,12 +110,16 @@ struct TracedCall {
   std::vector<bool> wrt;
 };
 
+/// `floats_only`: the arguments in argnums must be float (grad), else they may be integers too,
+/// whose cotangents are then zeros (vjp).
 template <class F, class... Args>
 TracedCall<std::invoke_result_t<const F&, const Args&...>> trace_call(
-    const F& f, const std::vector<int>& argnums, const Args&... args) {
+    const F& f, const std::vector<int>& argnums, bool floats_only, const Args&... args) {
   TracedCall<std::invoke_result_t<const F&, const Args&...>> t;
   (tree::flatten(args, t.inputs), ...);
-  t.wrt = selected_leaves(argnums, {tree::num_leaves(args)...}, "grad");
+  const std::vector<size_t> leaf_counts{tree::num_leaves(args)...};
+  t.wrt = selected_leaves(argnums, leaf_counts, "grad");
+  if (floats_only) check_float_wrt(t.inputs, t.wrt, leaf_counts, "grad");
   t.g = trace<F>(f, &t.out, leaf_types(args...), args...);
   t.inputs.insert(t.inputs.end(), t.g.captured.begin(), t.g.captured.end());
   t.wrt.resize(t.inputs.size(), false);
@@ -107,7 +130,7 @@ TracedCall<std::invoke_result_t<const F&, const Args&...>> trace_call(
 template <class F, class... Args>
 std::pair<std::invoke_result_t<const F&, const Args&...>, Linearized> linearize_call(
     const F& f, const std::vector<int>& argnums, const Args&... args) {
-  auto t = trace_call(f, argnums, args...);
+  auto t = trace_call(f, argnums, false, args...);
   return {std::move(t.out), linearize(std::move(t.g), t.inputs, t.wrt)};
 }
 
@@ -127,7 +150,7 @@ struct ValueAndGrad {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    auto t = trace_call(f, argnums, args...);
+    auto t = trace_call(f, argnums, true, args...);
     std::vector<Tensor> vg = value_and_grad_graph(std::move(t.g), t.inputs, t.wrt);
     const Tensor value = vg[0];
     vg.erase(vg.begin());
@@ -190,7 +213,8 @@ auto grad(F f, std::initializer_list<int> argnums) {
 }
 
 /// vjp(f, primals...) -> (f(primals...), vjp_fn) where vjp_fn(cotangent shaped like the output)
-/// returns a std::tuple of cotangents, one per argument (jax.vjp).
+/// returns a std::tuple of cotangents, one per argument (jax.vjp). The cotangent must match the
+/// output's structure, shapes and dtypes (checked).
 template <class F, class... Args>
 auto vjp(F f, const Args&... primals) {
   std::vector<int> all(sizeof...(Args));
@@ -198,7 +222,9 @@ auto vjp(F f, const Args&... primals) {
   auto [out, lin] = detail::linearize_call(f, all, primals...);
   auto result = tree::rebuild(out, lin.outputs);
   auto backward = [lin = std::move(lin), primals...](const auto& cotangent) {
-    return detail::per_argument(lin.backward(tree::flatten(cotangent)), primals...);
+    const std::vector<Tensor> cts = tree::flatten(cotangent);
+    detail::check_cotangents(cts, lin.outputs);
+    return detail::per_argument(lin.backward(cts), primals...);
   };
   return std::make_pair(std::move(result), std::move(backward));
 }
@@ -210,8 +236,7 @@ auto jvp(F f, const std::tuple<Args...>& primals, const std::tuple<Args...>& tan
   using Out = std::invoke_result_t<const F&, const Args&...>;
   Out out{};
   std::vector<Tensor> inputs = tree::flatten(primals), dirs = tree::flatten(tangents);
-  check(inputs.size() == dirs.size(), "jvp: ", dirs.size(), " tangent leaves for ", inputs.size(),
-        " primal leaves");
+  detail::check_tangents(dirs, inputs);
   const Graph g = std::apply(
       [&](const auto&... p) { return detail::trace<F>(f, &out, detail::leaf_types(p...), p...); },
       primals);

@@ -46,8 +46,16 @@ void reset_peak_memory();
 /// Returns the cached blocks to the system (torch.cuda.empty_cache).
 void empty_cache();
 
-/// Number of elements of a shape (1 for a scalar).
+/// Number of elements of a shape (1 for a scalar). Throws lanes::Error naming the shape when a
+/// dimension is negative or the count overflows int64.
 int64_t shape_numel(const Shape& shape);
+/// The one check every tensor's shape passes when the tensor is made (Tensor::empty, and bind on
+/// every primitive's shape rule): no negative dimension, and the element count and the byte count
+/// of a contiguous `dtype` tensor fit in int64 (checked arithmetic). Throws lanes::Error naming
+/// `op` and the shape; returns the element count.
+int64_t check_shape(const Shape& shape, DType dtype, const char* op);
+/// Whether check_shape would pass, without building a message (for hot paths).
+bool shape_fits(const Shape& shape, DType dtype);
 /// Row-major (C order) strides of a shape, in elements.
 Strides contiguous_strides(const Shape& shape);
 

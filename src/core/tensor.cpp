@@ -1,6 +1,7 @@
 #include "lanes/tensor.h"
 
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 
 #include <algorithm>
 #include <atomic>
@@ -105,6 +106,18 @@ void count_alloc(size_t bytes) {
   }
 }
 
+// RAM plus swap: no single block larger than this can ever be backed. Refusing it up front makes
+// an absurd shape fail the same way whatever the kernel's overcommit policy (with overcommit
+// always on, the allocation would succeed and the first write would bring in the OOM killer).
+size_t memory_limit() {
+  static const size_t limit = [] {
+    struct sysinfo info {};
+    if (sysinfo(&info) != 0) return ~size_t{0};
+    return (size_t(info.totalram) + size_t(info.totalswap)) * info.mem_unit;
+  }();
+  return limit;
+}
+
 size_t rounded_size(size_t bytes) {
   const size_t unit = bytes >= kLarge ? kLarge : bytes >= kPaged ? kPage : kAlignment;
   return std::max(unit, (bytes + unit - 1) / unit * unit);
@@ -118,6 +131,7 @@ void reset_peak_memory() { g_peak.store(g_live.load()); }
 void empty_cache() { block_cache().clear(); }
 
 Storage::Storage(size_t bytes) : bytes_(bytes) {
+  if (bytes > memory_limit()) throw std::bad_alloc();
   const size_t size = rounded_size(bytes);
   if (size >= kCached) {
     data_ = block_cache().take(size);
@@ -141,9 +155,51 @@ Storage::~Storage() {
   std::free(data_);
 }
 
+namespace {
+// The product of the non-zero dims, in checked arithmetic: false when it overflows int64. A
+// shape with a zero dim has no elements, but its other dims must still multiply without overflow
+// (its strides are their products).
+bool nonzero_product(const Shape& shape, int64_t& product) {
+  product = 1;
+  for (int64_t d : shape)
+    if (d != 0 && __builtin_mul_overflow(product, d, &product)) return false;
+  return true;
+}
+
+int64_t first_negative(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) return d;
+  return 0;
+}
+
+bool has_zero(const Shape& shape) {
+  return std::find(shape.begin(), shape.end(), 0) != shape.end();
+}
+}  // namespace
+
+int64_t check_shape(const Shape& shape, DType dtype, const char* op) {
+  if (const int64_t d = first_negative(shape))
+    fail(op, ": shape ", fmt(shape), " has a negative dimension (", d, ")");
+  int64_t n = 0, bytes = 0;
+  check(nonzero_product(shape, n), op, ": shape ", fmt(shape),
+        " has more elements than an int64 can count");
+  check(!__builtin_mul_overflow(n, int64_t(dtype_size(dtype)), &bytes), op, ": shape ", fmt(shape),
+        " of ", dtype_name(dtype), " has ", n, " elements, more bytes than an int64 can count");
+  return has_zero(shape) ? 0 : n;
+}
+
+bool shape_fits(const Shape& shape, DType dtype) {
+  int64_t n = 0, bytes = 0;
+  return first_negative(shape) == 0 && nonzero_product(shape, n) &&
+         !__builtin_mul_overflow(n, int64_t(dtype_size(dtype)), &bytes);
+}
+
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    // The fast path of every numel(): no check beyond the overflow flag until something is off.
+    if (d <= 0 || __builtin_mul_overflow(n, d, &n)) return check_shape(shape, DType::Bool, "numel");
+  }
   return n;
 }
 
@@ -158,20 +214,33 @@ Strides contiguous_strides(const Shape& shape) {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  for (int64_t d : shape) check(d >= 0, "empty: negative dimension in shape ", fmt(shape));
-  auto storage = std::make_shared<Storage>(shape_numel(shape) * dtype_size(dtype));
+  const auto bytes = size_t(check_shape(shape, dtype, "tensor") * int64_t(dtype_size(dtype)));
+  std::shared_ptr<Storage> storage;
+  // The one place tensor storage is allocated: a request the system refuses is bad input (an
+  // absurd shape), reported as such; make_shared frees what it took before rethrowing.
+  try {
+    storage = std::make_shared<Storage>(bytes);
+  } catch (const std::bad_alloc&) {
+    fail("tensor: cannot allocate ", bytes, " bytes for shape ", fmt(shape), " of ",
+         dtype_name(dtype), ": out of memory");
+  }
   return Tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
 const Tensor::Impl Tensor::undefined_{};
 
+// Views and tracers check their shapes too (a loop over the dims while all is well), so that no
+// tensor, however it was made, has a shape whose element count wrapped around.
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, int64_t offset,
-               DType dtype)
-    : impl_(std::make_shared<const Impl>(
-          Impl{std::move(storage), std::move(shape), std::move(strides), offset, dtype})) {}
+               DType dtype) {
+  if (!shape_fits(shape, dtype)) check_shape(shape, dtype, "tensor view");
+  impl_ = std::make_shared<const Impl>(
+      Impl{std::move(storage), std::move(shape), std::move(strides), offset, dtype});
+}
 
 Tensor Tensor::traced(Tracer tracer, Shape shape, DType dtype) {
   check(tracer.trace_id != 0, "traced: trace id 0 is reserved for concrete tensors");
+  if (!shape_fits(shape, dtype)) check_shape(shape, dtype, "traced tensor");
   // No strides: a tracer has no memory layout, and creating one per traced op would cost an
   // allocation.
   Tensor t;
@@ -268,8 +337,8 @@ Tensor Tensor::view(Shape shape, Strides strides, int64_t offset) const {
 namespace {
 template <class T, class Src>
 Tensor from_data(const Src& data, const Shape& shape) {
-  check(static_cast<int64_t>(data.size()) == shape_numel(shape), "tensor: ", data.size(),
-        " values do not fill shape ", fmt(shape));
+  check(static_cast<int64_t>(data.size()) == check_shape(shape, dtype_of<T>(), "tensor"),
+        "tensor: ", data.size(), " values do not fill shape ", fmt(shape));
   Tensor t = Tensor::empty(shape, dtype_of<T>());
   T* out = t.mutable_data<T>();
   for (size_t i = 0; i < data.size(); ++i) out[i] = static_cast<T>(data[i]);

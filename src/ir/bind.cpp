@@ -41,6 +41,11 @@ std::vector<TensorType> infer(const Primitive& prim, const std::vector<Tensor>& 
 
 std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& inputs) {
   std::vector<TensorType> out_types = infer(*prim, inputs);
+  // Every shape a rule makes (reshape, broadcast, pad, concatenate, dot_general, a user's
+  // primitive, traced or not) is checked here once, so no rule can hand on a negative dimension
+  // or an element count that wrapped around.
+  for (const TensorType& t : out_types)
+    if (!shape_fits(t.shape, t.dtype)) check_shape(t.shape, t.dtype, prim->name().c_str());
   if (detail::TraceState* trace = detail::owning_trace(inputs))
     return trace->record(prim, inputs, std::move(out_types));
   std::vector<Tensor> outputs = prim->eval(inputs);

@@ -43,16 +43,18 @@ using ops::apply;
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   Shape resolved = shape;
-  int64_t known = 1, inferred = -1;
+  int64_t inferred = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       check(inferred < 0, "reshape: more than one -1 in shape ", fmt(shape));
       inferred = static_cast<int64_t>(i);
+      resolved[i] = 1;
     } else {
       check(shape[i] >= 0, "reshape: invalid dimension ", shape[i], " in shape ", fmt(shape));
-      known *= shape[i];
     }
   }
+  // The product of the given dims in checked arithmetic (the -1 counted as 1).
+  const int64_t known = check_shape(resolved, x.dtype(), "reshape");
   if (inferred >= 0) {
     check(known != 0 && x.numel() % known == 0, "reshape: cannot reshape a tensor of shape ",
           fmt(x.shape()), " into shape ", fmt(shape));
@@ -132,6 +134,7 @@ Tensor broadcast_in_dim(const Tensor& x, const Shape& shape,
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   if (x.defined() && x.shape() == shape) return x;  // the common case, with no allocation
+  check_shape(shape, x.dtype(), "broadcast_to");
   check(shape.size() >= size_t(x.ndim()), "broadcast_to: cannot broadcast shape ", fmt(x.shape()),
         " to the lower-rank shape ", fmt(shape));
   std::vector<int64_t> dims(x.ndim());

@@ -22,13 +22,14 @@ namespace lanes::prim {
 
 using detail::GraphPtr;
 
-/// A lane node's batch: `size` lanes; operand i has a leading lane dim when mapped[i]. size 0
-/// means a plain node (no lanes).
+/// A lane node's batch: `size` lanes; operand i has a leading lane dim when mapped[i]. size -1
+/// means a plain node (no lanes); 0 lanes is a lane node too (vmap over an empty batch), whose
+/// index and operands have a lane dim of 0.
 struct Lanes {
-  int64_t size = 0;
+  int64_t size = -1;
   std::vector<bool> mapped;
   VmapOptions options;  // of the vmap that made the node (strategies, fallback)
-  bool on() const { return size > 0; }
+  bool on() const { return size >= 0; }
 };
 
 /// Inputs (index, operands...): the branch `index` (clamped to the valid range) applied to the

@@ -85,10 +85,30 @@ Tensor add_defined(const Tensor& a, const Tensor& b) {
 
 // ---- batching helpers: a batched (B, N, C, H, W) value folded into a 4-d operand --------------
 
+// Dim i of one entry's (N, C, H, W) operand, whether v is mapped or not; no op is bound.
+int64_t example_dim(const Batched& v, int64_t i) {
+  return v.value.shape(v.mapped() && v.dim <= i ? i + 1 : i);
+}
+
 // (B * N, C, H, W): the examples of every batch entry one after another.
 Tensor into_examples(const Batched& v) {
   const Tensor t = batching::move_batch_dim(v, 0);
   return reshape(t, {t.shape(0) * t.shape(1), t.shape(2), t.shape(3), t.shape(4)});
+}
+
+// Undoes into_examples on a result y (B * N, ...): (B, N, ...). The sizes are passed, never
+// divided out of y's, which an empty batch (B = 0) would make a division by zero.
+Batched from_examples(const Tensor& y, int64_t b, int64_t n) {
+  return {reshape(y, {b, n, y.shape(1), y.shape(2), y.shape(3)}), 0};
+}
+
+// An empty batch (B = 0) has no weights, yet its result has a shape: an unmapped zero weight of
+// the per-example shape gives it, since every entry of an empty batch is empty. The rules for
+// both operands mapped fold B into the groups, and 0 groups is no convolution.
+Batched stand_in(const Batched& v) {
+  const Tensor t = batching::move_batch_dim(v, 0);
+  const Shape example(t.shape().begin() + 1, t.shape().end());
+  return {broadcast_to(scalar(0.0, t.dtype()), example), kNotMapped};
 }
 
 // (N, B * C, H, W): batch entry b's channels form the block b (with groups B * g, entry b's
@@ -110,9 +130,8 @@ Tensor within_groups(const Batched& v, int64_t g) {
 }
 
 // Undoes within_groups on an axis of size g * B * c at `axis` of y: -> B at `axis`, then g * c.
-Batched split_within_groups(const Tensor& y, int64_t axis, int64_t g, int64_t b) {
+Batched split_within_groups(const Tensor& y, int64_t axis, int64_t g, int64_t b, int64_t c) {
   Shape s = y.shape();
-  const int64_t c = s[axis] / (g * b);
   Shape split(s.begin(), s.begin() + axis);
   for (int64_t d : {g, b, c}) split.push_back(d);
   split.insert(split.end(), s.begin() + axis + 1, s.end());
@@ -126,9 +145,9 @@ Batched split_within_groups(const Tensor& y, int64_t axis, int64_t g, int64_t b)
 }
 
 // (B, N, C, ...) results of a conv whose groups were multiplied by B come out as (N, B * C, ...).
-Batched split_groups(const Tensor& y, int64_t axis, int64_t b) {
+Batched split_groups(const Tensor& y, int64_t axis, int64_t b, int64_t c) {
   Shape s = y.shape();
-  s[axis] /= b;
+  s[axis] = c;
   s.insert(s.begin() + axis, b);
   return {reshape(y, s), axis};
 }
@@ -180,19 +199,20 @@ std::vector<Tensor> Conv::eval(const std::vector<Tensor>& in) const {
 // (B, N, O, H', W'), reshaped, never looped.
 std::vector<Batched> Conv::batch(const std::vector<Batched>& in, int64_t size) const {
   const int64_t b = size, g = p_.groups;
+  if (b == 0 && in[0].mapped() && in[1].mapped()) return batch({in[0], stand_in(in[1])}, b);
   if (!in[1].mapped()) {
     const Tensor y = conv_with(p_, into_examples(in[0]), in[1].value);
-    return {{reshape(y, {b, y.shape(0) / b, y.shape(1), y.shape(2), y.shape(3)}), 0}};
+    return {from_examples(y, b, example_dim(in[0], 0))};
   }
   if (!in[0].mapped()) {  // weights of group grp for every example next to each other
     const Tensor w = batching::move_batch_dim(in[1], 0);  // (B, O, C / g, kH, kW)
     const int64_t o = w.shape(1), og = o / g, cg = w.shape(2), kh = w.shape(3), kw = w.shape(4);
     const Tensor wg = transpose(reshape(w, {b, g, og, cg, kh, kw}), {1, 0, 2, 3, 4, 5});
     const Tensor y = conv_with(p_, in[0].value, reshape(wg, {g * b * og, cg, kh, kw}));
-    return {split_within_groups(y, 1, g, b)};
+    return {split_within_groups(y, 1, g, b, og)};
   }
-  const Tensor w = into_examples(in[1]);  // (B * O, C / g, kH, kW)
-  return {split_groups(conv_with(times_groups(p_, b), into_groups(in[0]), w), 1, b)};
+  const Tensor y = conv_with(times_groups(p_, b), into_groups(in[0]), into_examples(in[1]));
+  return {split_groups(y, 1, b, example_dim(in[1], 0))};
 }
 
 // Conv is linear in each operand.
@@ -239,18 +259,20 @@ std::vector<Tensor> ConvTranspose::eval(const std::vector<Tensor>& in) const {
 // each group, both into the groups.
 std::vector<Batched> ConvTranspose::batch(const std::vector<Batched>& in, int64_t size) const {
   const int64_t b = size, g = p_.groups;
+  if (b == 0 && in[0].mapped() && in[1].mapped()) return batch({in[0], stand_in(in[1])}, b);
   if (!in[1].mapped()) {
     const Tensor y = transpose_with(p_, size_, into_examples(in[0]), in[1].value);
-    return {{reshape(y, {b, y.shape(0) / b, y.shape(1), y.shape(2), y.shape(3)}), 0}};
+    return {from_examples(y, b, example_dim(in[0], 0))};
   }
+  const int64_t cg = example_dim(in[1], 1);  // w (O, Cg, kH, kW) per entry
   if (!in[0].mapped()) {  // w (B, O, Cg, kH, kW) -> (O, B * Cg, kH, kW): output channels (b, c)
     const Tensor w = batching::move_batch_dim(in[1], 0);
-    const Tensor wt =
-        reshape(moveaxis(w, 0, 1), {w.shape(1), b * w.shape(2), w.shape(3), w.shape(4)});
-    return {split_within_groups(transpose_with(p_, size_, in[0].value, wt), 1, g, b)};
+    const Tensor wt = reshape(moveaxis(w, 0, 1), {w.shape(1), b * cg, w.shape(3), w.shape(4)});
+    return {split_within_groups(transpose_with(p_, size_, in[0].value, wt), 1, g, b, cg)};
   }
-  const Tensor w = into_examples(in[1]);  // (B * O, Cg, kH, kW)
-  return {split_groups(transpose_with(times_groups(p_, b), size_, into_groups(in[0]), w), 1, b)};
+  const Tensor y =
+      transpose_with(times_groups(p_, b), size_, into_groups(in[0]), into_examples(in[1]));
+  return {split_groups(y, 1, b, g * cg)};
 }
 
 std::vector<Tensor> ConvTranspose::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
@@ -301,16 +323,20 @@ std::vector<Tensor> ConvWeightGrad::eval(const std::vector<Tensor>& in) const {
 // the gradients of all entries at once.
 std::vector<Batched> ConvWeightGrad::batch(const std::vector<Batched>& in, int64_t size) const {
   const int64_t b = size, g = p_.groups;
-  if (in[0].mapped() && in[1].mapped())
-    return {split_groups(
-        weight_grad_with(times_groups(p_, b), kernel_, into_groups(in[0]), into_groups(in[1])), 0,
-        b)};
+  if (b == 0 && in[0].mapped() && in[1].mapped()) return batch({in[0], stand_in(in[1])}, b);
+  // Per entry: x (N, C, H, W), ct (N, O, H', W'), dw (O, C / g, kH, kW).
+  const int64_t c = example_dim(in[0], 1), o = example_dim(in[1], 1);
+  if (in[0].mapped() && in[1].mapped()) {
+    const Tensor dw =
+        weight_grad_with(times_groups(p_, b), kernel_, into_groups(in[0]), into_groups(in[1]));
+    return {split_groups(dw, 0, b, o)};
+  }
   if (in[0].mapped()) {  // dw (O, B * Cg, kH, kW): columns (b, c)
     const Tensor dw = weight_grad_with(p_, kernel_, within_groups(in[0], g), in[1].value);
-    return {split_groups(dw, 1, b)};
+    return {split_groups(dw, 1, b, c / g)};
   }
   const Tensor dw = weight_grad_with(p_, kernel_, in[0].value, within_groups(in[1], g));
-  return {split_within_groups(dw, 0, g, b)};  // rows (grp, b, o)
+  return {split_within_groups(dw, 0, g, b, o / g)};  // rows (grp, b, o)
 }
 
 std::vector<Tensor> ConvWeightGrad::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,

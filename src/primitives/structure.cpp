@@ -41,7 +41,8 @@ std::vector<TensorType> Concatenate::infer(const std::vector<TensorType>& in) co
     for (size_t d = 0; d < s.size(); ++d)
       check(int64_t(d) == axis_ || s[d] == first[d], "concatenate: operand ", k, " of shape ",
             fmt(s), " does not match operand 0 of shape ", fmt(first), " outside axis ", axis_);
-    out[axis_] += s[axis_];
+    check(!__builtin_add_overflow(out[axis_], s[axis_], &out[axis_]), "concatenate: the sizes ",
+          "along axis ", axis_, " overflow int64 at operand ", k, " of shape ", fmt(s));
   }
   return single(std::move(out), in[0].dtype);
 }
@@ -96,7 +97,10 @@ std::vector<TensorType> Pad::infer(const std::vector<TensorType>& in) const {
         fmt(high_), " must each have one entry per dim of shape ", fmt(s));
   Shape out(s.size());
   for (size_t d = 0; d < s.size(); ++d) {
-    out[d] = low_[d] + s[d] + high_[d];
+    check(!__builtin_add_overflow(low_[d], s[d], &out[d]) &&
+              !__builtin_add_overflow(out[d], high_[d], &out[d]),
+          "pad: dim ", d, " of shape ", fmt(s), " padded by low ", low_[d], " and high ", high_[d],
+          " overflows int64");
     check(out[d] >= 0, "pad: dim ", d, " of shape ", fmt(s), " padded by low ", low_[d],
           " and high ", high_[d], " would have negative size ", out[d]);
   }

@@ -78,6 +78,73 @@ std::vector<bool> selected_leaves(const std::vector<int>& argnums,
   return selected;
 }
 
+namespace {
+// The argument that leaf `leaf` belongs to, for messages.
+size_t argument_of(size_t leaf, const std::vector<size_t>& leaf_counts) {
+  for (size_t arg = 0; arg < leaf_counts.size(); ++arg) {
+    if (leaf < leaf_counts[arg]) return arg;
+    leaf -= leaf_counts[arg];
+  }
+  return leaf_counts.size();
+}
+}  // namespace
+
+// jax: "grad requires real-valued inputs (input dtype that is a sub-dtype of np.floating), but got
+// int32". Returning zeros instead would hide the mistake (a loss of integer labels differentiated
+// with respect to the labels).
+void check_float_wrt(const std::vector<Tensor>& leaves, const std::vector<bool>& wrt,
+                     const std::vector<size_t>& leaf_counts, const char* transform) {
+  for (size_t i = 0; i < leaves.size() && i < wrt.size(); ++i) {
+    if (!wrt[i] || !leaves[i].defined() || is_floating(leaves[i].dtype())) continue;
+    fail(transform, " requires real-valued inputs (float32 or float64) for the arguments it ",
+         "differentiates, but argument ", argument_of(i, leaf_counts), " (leaf ", i, ") has dtype ",
+         dtype_name(leaves[i].dtype()),
+         "; leave integer arguments out of argnums, or cast them to a float dtype");
+  }
+}
+
+void check_cotangents(const std::vector<Tensor>& cts, const std::vector<Tensor>& outputs) {
+  check(cts.size() == outputs.size(), "vjp: the pullback got ", cts.size(),
+        " cotangent leaves for ", outputs.size(), " outputs");
+  for (size_t i = 0; i < cts.size(); ++i) {
+    const Tensor& y = outputs[i];
+    if (!cts[i].defined()) {
+      check(!is_floating(y.dtype()), "vjp: cotangent ", i, " is an undefined tensor but output ", i,
+            " has dtype ", dtype_name(y.dtype()), " and shape ", fmt(y.shape()),
+            "; pass zeros_like(output) for a zero cotangent");
+      continue;
+    }
+    check(cts[i].dtype() == y.dtype(), "vjp: cotangent ", i, " has dtype ",
+          dtype_name(cts[i].dtype()), " but output ", i, " has dtype ", dtype_name(y.dtype()),
+          "; a cotangent must have its output's dtype");
+    check(cts[i].shape() == y.shape(), "vjp: cotangent ", i, " has shape ", fmt(cts[i].shape()),
+          " but output ", i, " has shape ", fmt(y.shape()));
+  }
+}
+
+void check_tangents(const std::vector<Tensor>& tangents, const std::vector<Tensor>& primals) {
+  check(tangents.size() == primals.size(), "jvp: ", tangents.size(), " tangent leaves for ",
+        primals.size(), " primal leaves");
+  for (size_t i = 0; i < primals.size(); ++i) {
+    const Tensor &x = primals[i], &t = tangents[i];
+    if (!x.defined()) continue;
+    if (!is_floating(x.dtype())) {
+      check(!t.defined(), "jvp: primal ", i, " has dtype ", dtype_name(x.dtype()),
+            " and takes no tangent (pass an undefined Tensor()), but got a tangent of dtype ",
+            dtype_name(t.dtype()));
+      continue;
+    }
+    check(t.defined(), "jvp: tangent ", i, " is an undefined tensor but primal ", i, " has dtype ",
+          dtype_name(x.dtype()), " and shape ", fmt(x.shape()),
+          "; pass zeros_like(primal) for a zero tangent");
+    check(t.dtype() == x.dtype(), "jvp: tangent ", i, " has dtype ", dtype_name(t.dtype()),
+          " but primal ", i, " has dtype ", dtype_name(x.dtype()),
+          "; a tangent must have its primal's dtype");
+    check(t.shape() == x.shape(), "jvp: tangent ", i, " has shape ", fmt(t.shape()), " but primal ",
+          i, " has shape ", fmt(x.shape()));
+  }
+}
+
 Linearized vjp_graph(Graph graph_in, const std::vector<Tensor>& inputs,
                      const std::vector<bool>& wrt) {
   check(inputs.size() == graph_in.inputs.size() && wrt.size() == inputs.size(),

@@ -366,6 +366,22 @@ std::vector<ErrorRow> error_rows() {
             {"slice_axis", "step"}),
       error("slice_axis_out_of_range", [x] { lanes::slice_axis(x, 2, 0, 1); },
             {"slice_axis", "axis 2"}),
+      // Shapes no tensor can have: a negative dim, an element count past int64 (which used to
+      // wrap to 0 and give a tensor of no storage).
+      error("broadcast_to_negative_dim", [] { lanes::broadcast_to(ones({1}), {-3}); },
+            {"broadcast_to", "(-3,)", "negative"}),
+      error("broadcast_to_overflow",
+            [] {
+              lanes::broadcast_to(ones({1}), {int64_t{1} << 32, int64_t{1} << 32});
+            },
+            {"broadcast_to", "(4294967296, 4294967296)"}),
+      error("broadcast_in_dim_negative_dim", [] { lanes::broadcast_in_dim(ones({1}), {-2}, {0}); },
+            {"(-2,)", "negative"}),
+      error("reshape_overflow",
+            [] {
+              lanes::reshape(ones({0}), {int64_t{1} << 32, int64_t{1} << 32, 0});
+            },
+            {"reshape", "(4294967296, 4294967296, 0)"}),
   };
 }
 

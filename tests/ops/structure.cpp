@@ -306,6 +306,17 @@ std::vector<ErrorRow> error_rows() {
               lanes::pad(ones({2, 3}), {-2, 0}, {-1, 0});
             },
             {"pad", "(2, 3)", "negative size"}),
+      error("pad_overflow", [] { lanes::pad(ones({2}), {int64_t{1} << 62}, {int64_t{1} << 62}); },
+            {"pad", "overflow"}),
+      // Four broadcast views of 2^62 bools: 2^64 elements, which used to wrap to 0.
+      error("concatenate_overflow",
+            [] {
+              const Tensor q = lanes::broadcast_to(ones({1}, DType::Bool), {int64_t{1} << 62});
+              lanes::concatenate({q, q, q, q});
+            },
+            {"concatenate", "overflow"}),
+      error("pad_too_large_to_allocate", [] { lanes::pad(ones({2}), {int64_t{1} << 40}, {0}); },
+            {"(1099511627778,)", "float32", "bytes"}),
   };
 }
 
