@@ -32,16 +32,6 @@ void copy_rows(const Tensor& from, const std::vector<int64_t>& src, const std::v
   for (size_t j = 0; j < dst.size(); ++j) std::memcpy(d + dst[j] * row, s + src[j] * row, row);
 }
 
-// t itself when it is contiguous and nothing else holds its storage, else a copy: a tensor the
-// caller may write into.
-Tensor owned(const Tensor& t) {
-  if (t.is_contiguous() && t.sole_owner()) return t;
-  Tensor out = Tensor::empty(t.shape(), t.dtype());
-  const Tensor c = t.contiguous();
-  std::memcpy(out.raw_mutable_data(), c.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
-  return out;
-}
-
 }  // namespace
 
 Cond::Cond(std::vector<GraphPtr> branches, Lanes lanes)

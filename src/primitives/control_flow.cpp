@@ -119,4 +119,14 @@ GraphPtr lifted_as_consts(const detail::Closed& c, size_t n_carry, size_t n_cons
   return reordered(*c.graph, order, range(0, c.graph->outputs.size()));
 }
 
+// t itself when it is contiguous and nothing else holds its storage, else a copy: a tensor the
+// caller may write into.
+Tensor owned(const Tensor& t) {
+  if (t.is_contiguous() && t.sole_owner()) return t;
+  Tensor out = Tensor::empty(t.shape(), t.dtype());
+  const Tensor c = t.contiguous();
+  std::memcpy(out.raw_mutable_data(), c.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
+  return out;
+}
+
 }  // namespace lanes::prim

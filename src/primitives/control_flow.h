@@ -155,6 +155,9 @@ GraphPtr lifted_as_consts(const detail::Closed& c, size_t n_carry, size_t n_cons
 /// Rows `rows` of axis 0 of a concrete tensor, as a new contiguous tensor: the gathers of a
 /// partitioned cond and a compacted loop (lanes are rows; the general gather kernel costs 5x).
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
+/// t itself when it is contiguous and no other handle holds its storage, else a copy: a tensor
+/// the caller may write rows into.
+Tensor owned(const Tensor& t);
 /// Zeros where a tangent or cotangent is undefined.
 Tensor or_zeros(const Tensor& t, const TensorType& type);
 /// A lane node's operands for `size2` outer lanes of a node of `size` inner lanes: both lane

@@ -92,9 +92,14 @@ class LaneLoop {
         finished.clear();
         running.clear();
         for (int64_t j = 0; j < real; ++j) (p[j] ? running : finished).push_back(j);
-        if (result.empty())
-          for (const Tensor& c : work) result.push_back(Tensor::empty(c.shape(), c.dtype()));
-        write_back(work, finished, lane, result);
+        if (result.empty()) {
+          // The first compaction meets every lane in place: the working set becomes the result
+          // (its finished rows are final), the running lanes move to a smaller one.
+          for (Tensor& c : work) result.push_back(owned(c));
+          work = result;
+        } else {
+          write_back(work, finished, lane, result);
+        }
         const int64_t nb = std::min(width, detail::lane_bucket(n_running));
         running.resize(nb, running[0]);  // padding repeats a running lane
         std::vector<int64_t> ids;
