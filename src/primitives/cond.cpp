@@ -226,14 +226,7 @@ std::vector<Batched> Cond::batch(const std::vector<Batched>& in, int64_t size) c
     for (size_t i = 0; i < operands.size(); ++i) mapped.push_back(inner[i] || operands[i].mapped());
     const auto node =
         std::make_shared<const Cond>(branches_, Lanes{size * lanes_.size, mapped, lanes_.options});
-    std::vector<Batched> out;
-    for (const Tensor& y : lanes::bind(node, args)) {
-      Shape s = y.shape();
-      s[0] = lanes_.size;
-      s.insert(s.begin(), size);
-      out.push_back({reshape(y, s), 0});
-    }
-    return out;
+    return split_lanes(lanes::bind(node, args), size, lanes_.size);
   }
   std::vector<bool> mapped;
   const std::vector<Tensor> ops = lanes_first(operands, mapped);

@@ -129,4 +129,25 @@ Tensor owned(const Tensor& t) {
   return out;
 }
 
+std::vector<Batched> split_lanes(const std::vector<Tensor>& ys, int64_t size, int64_t lanes) {
+  std::vector<Batched> out;
+  for (const Tensor& y : ys) {
+    Shape s = y.shape();
+    s[0] = lanes;
+    s.insert(s.begin(), size);
+    out.push_back({reshape(y, s), 0});
+  }
+  return out;
+}
+
+void carry_fixpoint(const Graph& body, size_t n_carry, int64_t size, std::vector<bool>& mapped) {
+  for (;;) {
+    const std::vector<bool> out = detail::mapped_outputs(body, mapped, size);
+    bool changed = false;
+    for (size_t k = 0; k < n_carry; ++k)
+      if (out[k] && !mapped[k]) mapped[k] = changed = true;
+    if (!changed) return;
+  }
+}
+
 }  // namespace lanes::prim

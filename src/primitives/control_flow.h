@@ -152,6 +152,12 @@ std::vector<size_t> range(size_t lo, size_t hi);
 /// A closed scan body whose inputs are (carry, consts, xs, lifted) with the lifted moved in after
 /// the consts, so the scan takes them as more consts.
 GraphPtr lifted_as_consts(const detail::Closed& c, size_t n_carry, size_t n_consts, size_t n_xs);
+/// The outputs of a merged lane node, (size * lanes, ...), as (size, lanes, ...) batched at 0.
+std::vector<Batched> split_lanes(const std::vector<Tensor>& ys, int64_t size, int64_t lanes);
+/// Which carries of a loop are mapped under vmap: those mapped on entry, and those the body maps
+/// from them, to a fixpoint (the first `n_carry` flags of `mapped` grow; the rest are the consts'
+/// and xs').
+void carry_fixpoint(const Graph& body, size_t n_carry, int64_t size, std::vector<bool>& mapped);
 /// Rows `rows` of axis 0 of a concrete tensor, as a new contiguous tensor: the gathers of a
 /// partitioned cond and a compacted loop (lanes are rows; the general gather kernel costs 5x).
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);

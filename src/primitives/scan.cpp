@@ -106,14 +106,8 @@ std::vector<Batched> Scan::batch(const std::vector<Batched>& in, int64_t size) c
   const size_t nc = n_carry_, nk = n_consts_, nx = in.size() - nc - nk;
   std::vector<bool> in_m;
   for (const Batched& b : in) in_m.push_back(b.mapped());
-  std::vector<bool> out_m;
-  for (;;) {
-    out_m = detail::mapped_outputs(g, in_m, size);
-    bool changed = false;
-    for (size_t k = 0; k < nc; ++k)
-      if (out_m[k] && !in_m[k]) in_m[k] = changed = true;
-    if (!changed) break;
-  }
+  carry_fixpoint(g, nc, size, in_m);
+  std::vector<bool> out_m = detail::mapped_outputs(g, in_m, size);
   for (size_t k = 0; k < nc; ++k) out_m[k] = in_m[k];
   detail::BatchedGraph bg = detail::batch_subgraph(g, in_m, size, out_m);
   std::vector<Tensor> args;

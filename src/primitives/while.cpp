@@ -307,17 +307,10 @@ std::vector<Batched> WhileVjp::batch(const std::vector<Batched>& in, int64_t siz
   args.insert(args.end(), lifted.begin(), lifted.end());
   const auto node =
       std::make_shared<const WhileVjp>(cond_, body_, detail::Closed{vjp_, lifted}, nc_, l);
+  const std::vector<Tensor> ys = lanes::bind(node, args);
+  if (lanes_.on()) return split_lanes(ys, size, lanes_.size);
   std::vector<Batched> out;
-  for (const Tensor& y : lanes::bind(node, args)) {
-    if (!lanes_.on()) {
-      out.push_back({y, 0});
-      continue;
-    }
-    Shape s = y.shape();
-    s[0] = lanes_.size;
-    s.insert(s.begin(), size);
-    out.push_back({reshape(y, s), 0});
-  }
+  for (const Tensor& y : ys) out.push_back({y, 0});
   return out;
 }
 
@@ -398,24 +391,11 @@ std::vector<Batched> While::batch(const std::vector<Batched>& in, int64_t size) 
     for (size_t i = 0; i < in.size(); ++i) mapped.push_back(lanes_.mapped[i] || in[i].mapped());
     const auto node = std::make_shared<const While>(
         cond_, body_, nc, Lanes{size * lanes_.size, mapped, lanes_.options});
-    std::vector<Batched> out;
-    for (const Tensor& y : lanes::bind(node, args)) {
-      Shape s = y.shape();
-      s[0] = lanes_.size;
-      s.insert(s.begin(), size);
-      out.push_back({reshape(y, s), 0});
-    }
-    return out;
+    return split_lanes(lanes::bind(node, args), size, lanes_.size);
   }
   std::vector<bool> m;
   for (const Batched& b : in) m.push_back(b.mapped());
-  for (;;) {  // which carries are mapped: a fixpoint over the body
-    const std::vector<bool> out = detail::mapped_outputs(*body_, m, size);
-    bool changed = false;
-    for (size_t k = 0; k < nc; ++k)
-      if (out[k] && !m[k]) m[k] = changed = true;
-    if (!changed) break;
-  }
+  carry_fixpoint(*body_, nc, size, m);
   const bool per_lane = detail::mapped_outputs(*cond_, m, size)[0];
   if (per_lane)
     for (size_t k = 0; k < nc; ++k) m[k] = true;  // each lane stops on its own
