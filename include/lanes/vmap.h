@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "lanes/graph.h"
@@ -66,6 +67,13 @@ inline AxisSpec in_axes(AxisSpec a, AxisSpec b, AxisSpec c, AxisSpec d, AxisSpec
 }
 inline AxisSpec in_axes(AxisSpec a, AxisSpec b, AxisSpec c, AxisSpec d, AxisSpec e, AxisSpec f) {
   return AxisSpec(std::vector<AxisSpec>{a, b, c, d, e, f});
+}
+/// Any number of arguments: in_axes(0, none, 0, 0, 1, 0, none, ...). C++ cannot deduce a braced
+/// list through a template, so beyond six arguments a per-leaf spec is spelled AxisSpec{0, 1}.
+template <class... A>
+  requires(sizeof...(A) > 6 && (std::is_convertible_v<const A&, AxisSpec> && ...))
+AxisSpec in_axes(const A&... a) {
+  return AxisSpec(std::vector<AxisSpec>{AxisSpec(a)...});
 }
 
 enum class Fallback {
