@@ -271,3 +271,32 @@ TEST(Autodiff, IntegerArgumentsAreDifferentiatedNowhere) {
   const auto [fy, ft] = jvp(f, std::tuple{w, labels}, std::tuple{full({3}, 0.5), Tensor()});
   expect_close(ft, cast(labels, kFloat32) * 0.5);
 }
+
+// hvp against the Hessian times v (float64), and batch_jacobian against per-example jacrev.
+TEST(AutodiffExtras, HvpAndBatchJacobian) {
+  using lanes::Tensor;
+  auto f = [](const Tensor& x) { return lanes::sum(lanes::sin(x) * x * x); };
+  const Tensor x = lanes::tensor(std::vector<double>{0.3, -1.2, 2.0}, {3});
+  const Tensor v = lanes::tensor(std::vector<double>{1.0, 0.5, -2.0}, {3});
+  // d2/dx2 of sin(x) x^2 = (2 - x^2) sin x + 4 x cos x, diagonal.
+  const auto xv = x.to_vector<double>(), vv = v.to_vector<double>();
+  const auto got = lanes::hvp(f)(x, v).to_vector<double>();
+  for (int i = 0; i < 3; ++i) {
+    const double h = (2 - xv[i] * xv[i]) * std::sin(xv[i]) + 4 * xv[i] * std::cos(xv[i]);
+    EXPECT_NEAR(got[i], h * vv[i], 1e-12) << i;
+  }
+  const Tensor w = lanes::tensor(std::vector<double>{1, 2, 3, 4, 5, 6}, {3, 2});
+  auto layer = [w](const Tensor& xs) { return lanes::tanh(lanes::matmul(xs, w)); };  // (B,3)->(B,2)
+  const Tensor xs = lanes::tensor(std::vector<double>{0.1, 0.2, -0.3, 0.0, 0.5, -0.1}, {2, 3});
+  const Tensor j = lanes::batch_jacobian(layer)(xs);
+  ASSERT_EQ(j.shape(), (lanes::Shape{2, 2, 3}));
+  const auto jv = j.to_vector<double>(), x2 = xs.to_vector<double>(), wv = w.to_vector<double>();
+  for (int b = 0; b < 2; ++b)
+    for (int o = 0; o < 2; ++o) {
+      double z = 0;
+      for (int i = 0; i < 3; ++i) z += x2[b * 3 + i] * wv[i * 2 + o];
+      for (int i = 0; i < 3; ++i)  // d tanh(z_o) / d x_i = (1 - tanh^2 z_o) w[i, o]
+        EXPECT_NEAR(jv[(b * 2 + o) * 3 + i], (1 - std::tanh(z) * std::tanh(z)) * wv[i * 2 + o],
+                    1e-12);
+    }
+}

@@ -357,14 +357,13 @@ TEST(VmapErrors, ReadingValuesInsideVmapAndEscapedTracers) {
 TEST(VmapAxes, InAxesTakesAnyNumberOfArguments) {
   using lanes::Tensor;
   auto f = [](const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d, const Tensor& e,
-              const std::pair<Tensor, Tensor>& p, const Tensor& g, const Tensor& h) {
-    return a + b + c + d + e + p.first + p.second + g + h;
-  };
+              const std::pair<Tensor, Tensor>& p, const Tensor& g,
+              const Tensor& h) { return a + b + c + d + e + p.first + p.second + g + h; };
   const Tensor x = lanes::tensor(std::vector<float>{1, 2, 3}, {3});
   const Tensor row = lanes::tensor(std::vector<float>{10, 20, 30}, {1, 3});
   const Tensor one = lanes::scalar(100.0f);
-  const Tensor y = lanes::vmap(f, lanes::in_axes(0, 0, lanes::none, 0, 0,
-                                                 lanes::AxisSpec{0, lanes::none}, 1, 0))(
+  const Tensor y = lanes::vmap(
+      f, lanes::in_axes(0, 0, lanes::none, 0, 0, lanes::AxisSpec{0, lanes::none}, 1, 0))(
       x, x, one, x, x, std::make_pair(x, one), row, x);
   // Example i: 6 x[i] + 2 * 100 + row[0, i] (mapped at axis 1).
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{216, 232, 248}));

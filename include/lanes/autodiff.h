@@ -289,6 +289,28 @@ template <class F>
 auto jacfwd(F f, int argnum = 0) {
   return detail::Jacobian<false, F>{std::move(f), argnum};
 }
+/// Hessian-vector product of a scalar function, forward over reverse (jax's hvp idiom): the jvp
+/// of grad(f) at x in direction v; no Hessian is formed. hvp(f)(x, v) has x's shape.
+template <class F>
+auto hvp(F f) {
+  return [f](const Tensor& x, const Tensor& v) {
+    return jvp(grad(f), std::make_tuple(x), std::make_tuple(v)).second;
+  };
+}
+
+/// tf's GradientTape.batch_jacobian: for f mapping a batch (B, ...) to (B, ...) with examples
+/// independent, the Jacobian of each example's output with respect to its own input, shape
+/// (B, out..., in...): one vmap of jacrev over the examples, never the (B, .., B, ..) Jacobian.
+template <class F>
+auto batch_jacobian(F f) {
+  return [f](const Tensor& x) {
+    check(x.ndim() >= 1, "batch_jacobian: the input needs a leading batch axis, got shape ",
+          fmt(x.shape()));
+    auto one = [f](const Tensor& xi) { return squeeze(f(expand_dims(xi, 0)), Axes{0}); };
+    return vmap(jacrev(one))(x);
+  };
+}
+
 /// Hessian of a scalar function: jacfwd(jacrev(f)), shape x.shape + x.shape.
 template <class F>
 auto hessian(F f, int argnum = 0) {

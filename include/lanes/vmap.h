@@ -71,8 +71,8 @@ inline AxisSpec in_axes(AxisSpec a, AxisSpec b, AxisSpec c, AxisSpec d, AxisSpec
 /// Any number of arguments: in_axes(0, none, 0, 0, 1, 0, none, ...). C++ cannot deduce a braced
 /// list through a template, so beyond six arguments a per-leaf spec is spelled AxisSpec{0, 1}.
 template <class... A>
-  requires(sizeof...(A) > 6 && (std::is_convertible_v<const A&, AxisSpec> && ...))
-AxisSpec in_axes(const A&... a) {
+requires(sizeof...(A) > 6 && (std::is_convertible_v<const A&, AxisSpec> && ...)) AxisSpec
+    in_axes(const A&... a) {
   return AxisSpec(std::vector<AxisSpec>{AxisSpec(a)...});
 }
 
