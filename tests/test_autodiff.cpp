@@ -300,3 +300,27 @@ TEST(AutodiffExtras, HvpAndBatchJacobian) {
                     1e-12);
     }
 }
+
+// has_aux: the auxiliary outputs come back beside the gradient, unmodified, also under vmap.
+TEST(AutodiffExtras, HasAux) {
+  using lanes::Tensor;
+  auto f = [](const Tensor& w, const Tensor& x) {
+    const Tensor pred = w * x;
+    return std::make_pair(lanes::sum(pred * pred), std::make_tuple(pred, lanes::max(pred)));
+  };
+  const Tensor w = lanes::tensor(std::vector<double>{1, -2}, {2});
+  const Tensor x = lanes::tensor(std::vector<double>{3, 0.5}, {2});
+  auto [g, aux] = lanes::grad(f, lanes::has_aux)(w, x);
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{2 * 3 * 3, 2 * -2 * 0.25}));
+  EXPECT_EQ(std::get<0>(aux).to_vector<double>(), (std::vector<double>{3, -1}));
+  EXPECT_EQ(std::get<1>(aux).item<double>(), 3);
+  auto [value_aux, grads] = lanes::value_and_grad(f, {0, 1}, lanes::has_aux)(w, x);
+  EXPECT_EQ(value_aux.first.item<double>(), 9 + 1);
+  EXPECT_EQ(std::get<1>(grads).to_vector<double>(), (std::vector<double>{2 * 3 * 1, 2 * -1 * -2}));
+  // Per-example: w shared, x mapped.
+  const Tensor xs = lanes::tensor(std::vector<double>{3, 0.5, 1, 1}, {2, 2});
+  auto per = lanes::vmap(lanes::grad(f, lanes::has_aux), lanes::in_axes(lanes::none, 0));
+  auto [gs, auxs] = per(w, xs);
+  EXPECT_EQ(gs.to_vector<double>(), (std::vector<double>{18, -1, 2, -4}));
+  EXPECT_EQ(std::get<1>(auxs).to_vector<double>(), (std::vector<double>{3, 1}));
+}

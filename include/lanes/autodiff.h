@@ -87,7 +87,7 @@ void check_tangents(const std::vector<Tensor>& tangents, const std::vector<Tenso
 /// of each input flagged in `wrt` (undefined for the others). Under an enclosing trace it is
 /// recorded as one call of a cached body (call_cached).
 std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
-                                         const std::vector<bool>& wrt);
+                                         const std::vector<bool>& wrt, size_t n_aux = 0);
 
 /// vjp_graph, except that under an enclosing trace the backward pass is recorded as one call of
 /// a cached body (call_cached), as grad's is: vmap of a pullback (jax's Jacobian idiom) then keys
@@ -143,7 +143,7 @@ std::tuple<Args...> per_argument(const std::vector<Tensor>& cts, const Args&... 
 
 enum class Pick { First, Index, All };
 
-template <Pick P, class F>
+template <Pick P, class F, bool Aux = false>
 struct ValueAndGrad {
   F f;
   std::vector<int> argnums;
@@ -151,9 +151,18 @@ struct ValueAndGrad {
   template <class... Args>
   auto operator()(const Args&... args) const {
     auto t = trace_call(f, argnums, true, args...);
-    std::vector<Tensor> vg = value_and_grad_graph(std::move(t.g), t.inputs, t.wrt);
-    const Tensor value = vg[0];
-    vg.erase(vg.begin());
+    size_t n_aux = 0;
+    if constexpr (Aux) n_aux = tree::num_leaves(std::get<1>(t.out));
+    std::vector<Tensor> vg = value_and_grad_graph(std::move(t.g), t.inputs, t.wrt, n_aux);
+    const auto value = [&] {
+      if constexpr (Aux) {
+        const std::vector<Tensor> aux(vg.begin() + 1, vg.begin() + 1 + int64_t(n_aux));
+        return std::make_pair(vg[0], tree::rebuild(std::get<1>(t.out), aux));
+      } else {
+        return vg[0];
+      }
+    }();
+    vg.erase(vg.begin(), vg.begin() + 1 + int64_t(n_aux));
     auto grads = per_argument(vg, args...);
     if constexpr (P == Pick::First) {
       return std::make_pair(value, std::get<0>(grads));
@@ -171,16 +180,25 @@ struct ValueAndGrad {
   }
 };
 
-template <Pick P, class F>
+template <Pick P, class F, bool Aux = false>
 struct Grad {
-  ValueAndGrad<P, F> vg;
+  ValueAndGrad<P, F, Aux> vg;
   template <class... Args>
   auto operator()(const Args&... args) const {
-    return vg(args...).second;
+    auto r = vg(args...);
+    if constexpr (Aux)
+      return std::make_pair(std::move(r.second), std::move(r.first.second));  // (grads, aux)
+    else
+      return r.second;
   }
 };
 
 }  // namespace detail
+
+/// `lanes::has_aux`: f returns (loss, aux) with aux any tree; value_and_grad then returns
+/// ((loss, aux), grads) and grad returns (grads, aux), as jax's has_aux=True.
+struct HasAux {};
+inline constexpr HasAux has_aux{};
 
 /// value_and_grad(f)(args...) -> (f(args...), d f / d argument 0); f returns a 0-d float.
 template <class F>
@@ -196,6 +214,31 @@ auto value_and_grad(F f, int argnum) {
 template <class F>
 auto value_and_grad(F f, std::initializer_list<int> argnums) {
   return detail::ValueAndGrad<detail::Pick::All, F>{std::move(f), argnums};
+}
+
+template <class F>
+auto value_and_grad(F f, HasAux) {
+  return detail::ValueAndGrad<detail::Pick::First, F, true>{std::move(f), {0}};
+}
+template <class F>
+auto value_and_grad(F f, int argnum, HasAux) {
+  return detail::ValueAndGrad<detail::Pick::Index, F, true>{std::move(f), {argnum}};
+}
+template <class F>
+auto value_and_grad(F f, std::initializer_list<int> argnums, HasAux) {
+  return detail::ValueAndGrad<detail::Pick::All, F, true>{std::move(f), argnums};
+}
+template <class F>
+auto grad(F f, HasAux) {
+  return detail::Grad<detail::Pick::First, F, true>{{std::move(f), {0}}};
+}
+template <class F>
+auto grad(F f, int argnum, HasAux) {
+  return detail::Grad<detail::Pick::Index, F, true>{{std::move(f), {argnum}}};
+}
+template <class F>
+auto grad(F f, std::initializer_list<int> argnums, HasAux) {
+  return detail::Grad<detail::Pick::All, F, true>{{std::move(f), argnums}};
 }
 
 /// The gradient of a function returning a 0-d float tensor (jax.grad); argnums as above.

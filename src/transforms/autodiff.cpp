@@ -368,21 +368,24 @@ Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inpu
   return reshape(slices, shape);
 }
 
-void check_scalar_output(const Graph& g, const char* transform) {
-  check(g.outputs.size() == 1, transform, ": the function must return one scalar, it returned ",
-        g.outputs.size(), " tensors");
+// g's first output is the loss (a 0-d float); n_aux more are auxiliary outputs (has_aux).
+void check_scalar_output(const Graph& g, const char* transform, size_t n_aux) {
+  check(g.outputs.size() == 1 + n_aux, transform, ": the function must return one scalar",
+        n_aux ? " and its auxiliary outputs" : "", ", it returned ", g.outputs.size(), " tensors");
   const TensorType& y = g.types[g.outputs[0]];
   check(y.shape.empty() && is_floating(y.dtype), transform,
         ": the function must return a 0-d float tensor (a scalar loss), it returned shape ",
         fmt(y.shape), " ", dtype_name(y.dtype), "; use vjp or jacrev for other outputs");
 }
 
-// The output of g and the cotangents of its inputs for a cotangent of one on the output.
+// The outputs of g (the loss, then any auxiliary ones) and the cotangents of its inputs for a
+// cotangent of one on the loss (none on the auxiliary outputs).
 std::vector<Tensor> value_and_cotangents(Graph g, const std::vector<Tensor>& inputs,
                                          const std::vector<bool>& wrt) {
   const Linearized lin = vjp_graph(std::move(g), inputs, wrt);
-  std::vector<Tensor> out{lin.outputs[0]};
-  for (Tensor& ct : lin.backward({ones_like(lin.outputs[0])})) out.push_back(std::move(ct));
+  std::vector<Tensor> out = lin.outputs, cts(lin.outputs.size());
+  cts[0] = ones_like(lin.outputs[0]);
+  for (Tensor& ct : lin.backward(cts)) out.push_back(std::move(ct));
   return out;
 }
 
@@ -458,19 +461,21 @@ std::pair<std::vector<Tensor>, std::vector<Tensor>> jvp_call(const Graph& g,
 }
 
 std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inputs,
-                                         const std::vector<bool>& wrt) {
-  check_scalar_output(g, "grad");
+                                         const std::vector<bool>& wrt, size_t n_aux) {
+  check_scalar_output(g, "grad", n_aux);
+  const size_t n_out = 1 + n_aux;
   if (!any_traced(inputs)) return value_and_cotangents(std::move(g), inputs, wrt);
-  // The call's body returns the value, then the cotangents of the differentiated inputs.
-  auto body = [&wrt](const Graph& body_g, const std::vector<Tensor>& args) {
+  // The call's body returns the outputs, then the cotangents of the differentiated inputs.
+  auto body = [&wrt, n_out](const Graph& body_g, const std::vector<Tensor>& args) {
     std::vector<Tensor> all = value_and_cotangents(body_g, args, wrt);
-    std::vector<Tensor> kept = only_wrt({all.begin() + 1, all.end()}, wrt);
-    kept.insert(kept.begin(), all[0]);
+    std::vector<Tensor> kept = only_wrt({all.begin() + int64_t(n_out), all.end()}, wrt);
+    kept.insert(kept.begin(), all.begin(), all.begin() + int64_t(n_out));
     return kept;
   };
-  const std::vector<Tensor> outs = call_cached(g, inputs, tag_of("grad", wrt), body);
-  std::vector<Tensor> result = spread_wrt(outs.data() + 1, wrt);
-  result.insert(result.begin(), outs[0]);
+  const std::vector<Tensor> outs =
+      call_cached(g, inputs, tag_of("grad", wrt) + ":" + std::to_string(n_aux), body);
+  std::vector<Tensor> result = spread_wrt(outs.data() + n_out, wrt);
+  result.insert(result.begin(), outs.begin(), outs.begin() + int64_t(n_out));
   return result;
 }
 
