@@ -78,7 +78,7 @@ Closed vjp_subgraph(const Graph& g, const std::vector<bool>& wrt);
 bool has_tangent(const TensorType& t);
 
 /// Runs a closed graph on concrete tensors, optimized and fused once (compile's passes), with
-/// loop-invariant work hoisted by the caller (see Loop in primitives/control_flow.h).
+/// loop-invariant work hoisted by LoopBody below.
 class GraphRunner {
  public:
   explicit GraphRunner(GraphPtr g);
@@ -132,7 +132,7 @@ class LaneRunners {
   mutable std::map<int64_t, std::shared_ptr<const GraphRunner>> runners_;
 };
 
-/// Lane counts a compacted loop or a partitioned cond rounds up to: exact up to 16, then 16 steps
+/// Lane counts a compacted loop or a partitioned cond rounds up to: exact up to 32, then 16 steps
 /// per power of two (at most 1/16 of waste), so a few graphs serve every count.
 int64_t lane_bucket(int64_t n);
 
