@@ -187,7 +187,8 @@ Tensor concatenate(const std::vector<Tensor>& xs, int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
 /// lax.slice: start/limit/strides per dim (strides default 1). A view.
 Tensor slice(const Tensor& x, const Shape& start, const Shape& limit, const Shape& strides = {});
-/// x[start:stop:step] along one axis, numpy bounds (negative counts from the end, clamped).
+/// x[start:stop:step] along one axis, numpy bounds (negative counts from the end, clamped). A
+/// negative step walks backwards as numpy's (x[n-1:-n-1:-1] reverses; a copy, not a view).
 Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
 /// Pads each dim with low[i] before and high[i] after (negative values crop), filled with value.
 Tensor pad(const Tensor& x, const Shape& low, const Shape& high, double value = 0.0);
