@@ -16,4 +16,16 @@ namespace lanes {
 /// Reverses the order of elements along each of `axes` (all axes by default), as jnp.flip.
 Tensor flip(const Tensor& x, const Axes& axes = {});
 
+// ---- cumulative scans -------------------------------------------------------------------------
+// Along `axis`, element i combines elements 0..i (i..n-1 when `reverse`), as jax.lax.cumsum etc.
+// The dtype is kept, except bool counts in int32 (cumsum, cumprod) and integers become float32
+// (logcumsumexp). Derivatives are exact, cumprod's with zeros in x too.
+
+Tensor cumsum(const Tensor& x, int64_t axis = 0, bool reverse = false);
+Tensor cumprod(const Tensor& x, int64_t axis = 0, bool reverse = false);
+Tensor cummax(const Tensor& x, int64_t axis = 0, bool reverse = false);
+Tensor cummin(const Tensor& x, int64_t axis = 0, bool reverse = false);
+/// log(cumsum(exp(x))), computed without overflow.
+Tensor logcumsumexp(const Tensor& x, int64_t axis = 0, bool reverse = false);
+
 }  // namespace lanes
