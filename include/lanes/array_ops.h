@@ -28,4 +28,16 @@ Tensor cummin(const Tensor& x, int64_t axis = 0, bool reverse = false);
 /// log(cumsum(exp(x))), computed without overflow.
 Tensor logcumsumexp(const Tensor& x, int64_t axis = 0, bool reverse = false);
 
+// ---- sorting ----------------------------------------------------------------------------------
+// Stable sorts along one axis; NaN sorts last. Indices are Int64. The derivative of a sorted
+// value goes to the element it came from (a gather), ties included.
+
+/// x sorted ascending along `axis` (jnp.sort).
+Tensor sort(const Tensor& x, int64_t axis = -1);
+/// The indices that sort x ascending along `axis`, equal values in index order (stable).
+Tensor argsort(const Tensor& x, int64_t axis = -1);
+/// The k largest entries along the last axis, in descending order, and their indices
+/// (jax.lax.top_k: equal values in index order; the indices are Int64 here). 0 <= k <= n.
+std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k);
+
 }  // namespace lanes
