@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "lanes/ops.h"
@@ -39,5 +40,20 @@ Tensor argsort(const Tensor& x, int64_t axis = -1);
 /// The k largest entries along the last axis, in descending order, and their indices
 /// (jax.lax.top_k: equal values in index order; the indices are Int64 here). 0 <= k <= n.
 std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k);
+
+// ---- searching and padding --------------------------------------------------------------------
+
+enum class Side { Left, Right };
+/// jnp.searchsorted: for each of `values`, the Int64 index where it would be inserted into the
+/// 1-d ascending `sorted` to keep it sorted: before equal entries (Left) or after them (Right).
+/// The result has values' shape. A NaN value compares false with everything (index 0 for Left).
+Tensor searchsorted(const Tensor& sorted, const Tensor& values, Side side = Side::Left);
+
+/// lax.pad with interior padding: per dim d, low[d] copies of `value` before (negative crops),
+/// high[d] after, and interior[d] >= 0 between each pair of neighbours; the size of dim d becomes
+/// low + high + n + (n - 1) interior (n = 0: low + high). A name of its own rather than a pad
+/// overload, so pad(x, {1}, {1}, 2.0) keeps meaning the fill value.
+Tensor pad_interior(const Tensor& x, const Shape& low, const Shape& high, const Shape& interior,
+                    double value = 0.0);
 
 }  // namespace lanes
