@@ -56,4 +56,18 @@ Tensor searchsorted(const Tensor& sorted, const Tensor& values, Side side = Side
 Tensor pad_interior(const Tensor& x, const Shape& low, const Shape& high, const Shape& interior,
                     double value = 0.0);
 
+// ---- scatter modes ----------------------------------------------------------------------------
+
+/// How scatter combines an update with the element of x it lands on (jnp's x.at[i].add / set /
+/// multiply / min / max).
+enum class ScatterMode { Add, Set, Multiply, Min, Max };
+/// scatter_add (lanes/ops.h) with a mode: the same indices, axis, batch_dims and updates (broadcast
+/// to the gathered shape, cast to x's dtype). Repeated indices: updates apply in row-major index
+/// order, so Set keeps the last one, and Add / Multiply / Min / Max combine x's element with all
+/// of them. Derivatives: Set's go to x where nothing landed and to the surviving updates;
+/// Min / Max share evenly among the elements equal to the result (as max does); Multiply's are
+/// exact, zero updates at repeated indices included.
+Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, ScatterMode mode,
+               int64_t axis = 0, int64_t batch_dims = 0);
+
 }  // namespace lanes
