@@ -186,7 +186,7 @@ TEST(OpTableMeta, EveryApiOpHasARow) {
       "scatter_add", "one_hot", "softmax", "log_softmax", "logsumexp", "l2_loss",
       "softmax_cross_entropy", "conv2d", "conv_transpose2d", "random_uniform", "random_normal",
       "random_bernoulli", "flip", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-      "sort", "argsort", "top_k", "searchsorted", "pad_interior", "scatter"};
+      "sort", "argsort", "top_k", "searchsorted", "pad_interior", "scatter", "einsum"};
   // clang-format on
   std::set<std::string> covered;
   for (const OpRow& r : op_table()) covered.insert(r.op);

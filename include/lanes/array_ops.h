@@ -70,4 +70,16 @@ enum class ScatterMode { Add, Set, Multiply, Min, Max };
 Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, ScatterMode mode,
                int64_t axis = 0, int64_t batch_dims = 0);
 
+// ---- einsum -----------------------------------------------------------------------------------
+
+/// numpy / jnp einsum over dot_general. Supported: letter labels (a-z, A-Z) per operand dim, any
+/// number of operands (contracted left to right, two at a time), an explicit output ("ij,jk->ik",
+/// batch "bij,bjk->bik", outer "i,j->ij", transposes "ij->ji", sums "ij->") or the implicit one
+/// (labels used once, sorted), repeated labels in one operand (diagonals "ii->i", traces "ii"),
+/// and "..." for leading or inner dims that broadcast numpy-style (size 1 against n). Operands are
+/// promoted to one dtype. Not supported (lanes::Error naming the spec): repeated output labels,
+/// output labels in no input, characters other than letters, ',', '->', '...' and spaces, and a
+/// label with two sizes (other than a size-1 "..." dim).
+Tensor einsum(const std::string& spec, const std::vector<Tensor>& operands);
+
 }  // namespace lanes
