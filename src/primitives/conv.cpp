@@ -138,6 +138,21 @@ kernels::ConvParams times_groups(kernels::ConvParams p, int64_t b) {
   return p;
 }
 
+// B = 0: the rules below fold the batch into the groups or the channels, which a batch of no
+// examples would make 0 (and invalid). Nothing runs; the result is empty, shaped by the shape rule
+// on one example's types.
+std::vector<Batched> empty_batch(const Primitive& prim, const std::vector<Batched>& in) {
+  std::vector<TensorType> types;
+  for (const Batched& x : in) {
+    Shape s = x.value.shape();
+    if (x.mapped()) s.erase(s.begin() + x.dim);
+    types.push_back({s, x.value.dtype()});
+  }
+  TensorType out = prim.infer(types)[0];
+  out.shape.insert(out.shape.begin(), 0);
+  return {{zeros(out.shape, out.dtype), 0}};
+}
+
 }  // namespace
 
 // ---- Conv ------------------------------------------------------------------------------------
@@ -179,6 +194,7 @@ std::vector<Tensor> Conv::eval(const std::vector<Tensor>& in) const {
 // channels form groups b * groups ...). Results come back as (N, B, O, H', W') or
 // (B, N, O, H', W'), reshaped, never looped.
 std::vector<Batched> Conv::batch(const std::vector<Batched>& in, int64_t size) const {
+  if (size == 0) return empty_batch(*this, in);
   const int64_t b = size, g = p_.groups;
   if (!in[1].mapped()) {
     const Tensor y = conv_with(p_, into_examples(in[0]), in[1].value);
@@ -238,6 +254,7 @@ std::vector<Tensor> ConvTranspose::eval(const std::vector<Tensor>& in) const {
 // Like Conv::batch: a mapped input folds into N, a mapped weight into the output channels of
 // each group, both into the groups.
 std::vector<Batched> ConvTranspose::batch(const std::vector<Batched>& in, int64_t size) const {
+  if (size == 0) return empty_batch(*this, in);
   const int64_t b = size, g = p_.groups;
   if (!in[1].mapped()) {
     const Tensor y = transpose_with(p_, size_, into_examples(in[0]), in[1].value);
@@ -300,6 +317,7 @@ std::vector<Tensor> ConvWeightGrad::eval(const std::vector<Tensor>& in) const {
 // mapped: its batch goes next to the channels within each group, so every group's GEMM yields
 // the gradients of all entries at once.
 std::vector<Batched> ConvWeightGrad::batch(const std::vector<Batched>& in, int64_t size) const {
+  if (size == 0) return empty_batch(*this, in);
   const int64_t b = size, g = p_.groups;
   if (in[0].mapped() && in[1].mapped())
     return {split_groups(
