@@ -153,6 +153,26 @@ TEST_P(VmapOps, NestedMatchesDoubleLoop) {
   EXPECT_TRUE(close(got, want, r));
 }
 
+// A batch of no examples: every input mapped with B = 0 gives the per-example result's dtype and
+// shape behind a leading 0, without evaluating any example.
+TEST_P(VmapOps, EmptyBatchGivesEmptyResult) {
+  const OpRow& r = row();
+  const DType dtype = r.dtypes.back();
+  Gen gen;
+  const std::vector<Tensor> example = r.sample(dtype, gen);
+  if (example.empty()) return;  // nothing to map
+  std::vector<Tensor> inputs;
+  for (const Tensor& x : example)
+    inputs.push_back(lanes::slice_axis(lanes::stack({x}, 0), 0, 0, 0));
+  const Tensor one = r.call(example);
+  Shape want = one.shape();
+  want.insert(want.begin(), 0);
+  Tensor got;
+  ASSERT_NO_THROW(got = lanes::vmap(r.call)(inputs));
+  EXPECT_EQ(got.shape(), want);
+  EXPECT_EQ(got.dtype(), one.dtype());
+}
+
 std::vector<std::string> row_names() {
   std::vector<std::string> names;
   for (const OpRow& r : op_table()) names.push_back(r.name);
