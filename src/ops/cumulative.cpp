@@ -1,14 +1,16 @@
-// Cumulative scans along one axis (jax.lax.cumsum / cumprod / cummax / cummin / cumlogsumexp),
-// composed as a Hillis-Steele scan: step s combines each element with the one s places before
-// it (after it when reversed), for s = 1, 2, 4, ... < n. The windows combined at each step are
-// disjoint, so log2(n) slices, binary ops and concatenates give every prefix. Being composed
-// from slice / concatenate / elementwise ops, the scans batch and differentiate through those
-// rules: cumsum's vjp comes out as a reverse cumsum, and cumprod's is exact with zeros in the
-// input (products are never divided back out).
+// Cumulative scans along one axis (jax.lax.cumsum / cumprod / cummax / cummin / cumlogsumexp).
+// cumsum binds its primitive (src/primitives/cumulative.h: one pass, and its rules are cumsums).
+// The others are composed as a Hillis-Steele scan: step s combines each element with the one s
+// places before it (after it when reversed), for s = 1, 2, 4, ... < n. The windows combined at
+// each step are disjoint, so log2(n) slices, binary ops and concatenates give every prefix. Being
+// composed from slice / concatenate / elementwise ops, they batch and differentiate through those
+// rules; cumprod's derivative is exact with zeros in the input (products are never divided back
+// out). They cost about 2 log2(n) passes over x where a kernel would take one.
 #include <cmath>
 
 #include "lanes/array_ops.h"
 #include "ops/internal.h"
+#include "primitives/cumulative.h"
 #include "primitives/util.h"
 
 namespace lanes {
@@ -17,10 +19,14 @@ namespace {
 
 using Combine = Tensor (*)(const Tensor&, const Tensor&);
 
-Tensor scan(const Tensor& x, int64_t axis, bool reverse, Combine combine, const char* op) {
+int64_t scan_axis(const Tensor& x, int64_t axis, const char* op) {
   check(x.defined(), op, ": x is an undefined tensor");
   check(x.ndim() > 0, op, ": needs a tensor with at least one dim, got shape ", fmt(x.shape()));
-  const int64_t a = prim::normalize_axis(axis, x.ndim(), op);
+  return prim::normalize_axis(axis, x.ndim(), op);
+}
+
+Tensor scan(const Tensor& x, int64_t axis, bool reverse, Combine combine, const char* op) {
+  const int64_t a = scan_axis(x, axis, op);
   const int64_t n = x.shape()[a];
   Tensor y = x;
   for (int64_t s = 1; s < n; s *= 2) {
@@ -47,7 +53,8 @@ Tensor logaddexp(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t axis, bool reverse) {
-  return scan(counted(x), axis, reverse, add, "cumsum");
+  const int64_t a = scan_axis(x, axis, "cumsum");
+  return ops::apply<prim::CumSum>({counted(x)}, a, reverse);
 }
 
 Tensor cumprod(const Tensor& x, int64_t axis, bool reverse) {

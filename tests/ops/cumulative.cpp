@@ -4,6 +4,7 @@
 // naive float64 running loops along the axis.
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "op_table.h"
 
@@ -100,6 +101,14 @@ std::vector<OpRow> all_rows() {
   add_op(rows, "logcumsumexp", lanes::logcumsumexp, kNumbers, -3, 3);
   rows.push_back(cumprod_zeros_row("cumprod_with_zeros", false));
   rows.push_back(cumprod_zeros_row("cumprod_with_zeros_reverse", true));
+  // Large: the cumsum kernel's threads split blocks, and columns when the blocks are few.
+  for (auto [name, shape, axis] :
+       {std::tuple<const char*, Shape, int64_t>{"cumsum_large_rows", {200, 300}, 1},
+        {"cumsum_large_columns", {300, 2, 500}, 0}}) {
+    rows.push_back(scan_row(name, "cumsum", lanes::cumsum, kFloats, shape, axis, axis == 0));
+    rows.back().rtol_float32 = rows.back().atol_float32 = 1e-4;  // float32 sums of 300 terms
+    rows.back().differentiable = false;
+  }
   // Large values: exp(x) overflows float32 and float64, logcumsumexp must not.
   rows.push_back(scan_row("logcumsumexp_large_values", "logcumsumexp", lanes::logcumsumexp, kFloats,
                           {2, 5}, 1, false, 700, 900));
