@@ -20,7 +20,8 @@ Tensor flip(const Tensor& x, const Axes& axes = {});
 // ---- cumulative scans -------------------------------------------------------------------------
 // Along `axis`, element i combines elements 0..i (i..n-1 when `reverse`), as jax.lax.cumsum etc.
 // The dtype is kept, except bool counts in int32 (cumsum, cumprod) and integers become float32
-// (logcumsumexp). Derivatives are exact, cumprod's with zeros in x too.
+// (logcumsumexp). Derivatives are exact, cumprod's with zeros in x too; cummax / cummin pass the
+// derivative to the element that is the running extreme (the first of equal ones).
 
 Tensor cumsum(const Tensor& x, int64_t axis = 0, bool reverse = false);
 Tensor cumprod(const Tensor& x, int64_t axis = 0, bool reverse = false);

@@ -59,7 +59,64 @@ void run(const Tensor& c, Tensor& out, int64_t axis, bool reverse) {
   scan_blocks(c.data<T>(), out.mutable_data<T>(), outer, shape[axis], inner, reverse);
 }
 
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v != v;
+  else
+    return false;
+}
+
+// Rows are independent, so threads split them.
+template <class T>
+void arg_cum_rows(const T* x, int64_t* out, int64_t rows, int64_t n, bool min, bool reverse) {
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1));
+  parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* row = x + r * n;
+      int64_t* idx = out + r * n;
+      int64_t best = reverse ? n - 1 : 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = reverse ? n - 1 - k : k;
+        const T v = row[i], b = row[best];
+        if (!is_nan(b) && (is_nan(v) || (min ? v < b : b < v))) best = i;
+        idx[i] = best;
+      }
+    }
+  });
+}
+
 }  // namespace
+
+Tensor arg_cum_last(const Tensor& x, bool min, bool reverse) {
+  Tensor out = Tensor::empty(x.shape(), DType::Int64);
+  const int64_t n = x.shape().back();
+  if (x.numel() == 0) return out;
+  const Tensor c = x.contiguous();
+  int64_t* o = out.mutable_data<int64_t>();
+  const int64_t rows = x.numel() / n;
+  switch (x.dtype()) {
+    case DType::Bool:
+      arg_cum_rows(c.data<bool>(), o, rows, n, min, reverse);
+      break;
+    case DType::UInt8:
+      arg_cum_rows(c.data<uint8_t>(), o, rows, n, min, reverse);
+      break;
+    case DType::Int32:
+      arg_cum_rows(c.data<int32_t>(), o, rows, n, min, reverse);
+      break;
+    case DType::Int64:
+      arg_cum_rows(c.data<int64_t>(), o, rows, n, min, reverse);
+      break;
+    case DType::Float32:
+      arg_cum_rows(c.data<float>(), o, rows, n, min, reverse);
+      break;
+    case DType::Float64:
+      arg_cum_rows(c.data<double>(), o, rows, n, min, reverse);
+      break;
+  }
+  return out;
+}
 
 Tensor cumsum(const Tensor& x, int64_t axis, bool reverse) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());

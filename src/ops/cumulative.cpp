@@ -1,11 +1,12 @@
 // Cumulative scans along one axis (jax.lax.cumsum / cumprod / cummax / cummin / cumlogsumexp).
-// cumsum binds its primitive (src/primitives/cumulative.h: one pass, and its rules are cumsums).
-// The others are composed as a Hillis-Steele scan: step s combines each element with the one s
-// places before it (after it when reversed), for s = 1, 2, 4, ... < n. The windows combined at
-// each step are disjoint, so log2(n) slices, binary ops and concatenates give every prefix. Being
-// composed from slice / concatenate / elementwise ops, they batch and differentiate through those
-// rules; cumprod's derivative is exact with zeros in the input (products are never divided back
-// out). They cost about 2 log2(n) passes over x where a kernel would take one.
+// cumsum binds its primitive; cummax / cummin gather x at the index of the running extreme
+// (src/primitives/cumulative.h), so their derivatives are gather's. cumprod and logcumsumexp are
+// composed as a Hillis-Steele scan: step s combines each element with the one s places before it
+// (after it when reversed), for s = 1, 2, 4, ... < n. The windows combined at each step are
+// disjoint, so log2(n) slices, binary ops and concatenates give every prefix. Being composed from
+// slice / concatenate / elementwise ops, they batch and differentiate through those rules;
+// cumprod's derivative is exact with zeros in the input (products are never divided back out).
+// They cost about 2 log2(n) passes over x (and more for the derivative) where a kernel takes one.
 #include <cmath>
 
 #include "lanes/array_ops.h"
@@ -61,12 +62,25 @@ Tensor cumprod(const Tensor& x, int64_t axis, bool reverse) {
   return scan(counted(x), axis, reverse, multiply, "cumprod");
 }
 
+namespace {
+
+// x gathered along `axis` at the index of its running extreme: moved last, the gather matches
+// every other dim (batch_dims), as sort does.
+Tensor running_extreme(const Tensor& x, int64_t axis, bool min, bool reverse, const char* op) {
+  const int64_t a = scan_axis(x, axis, op);
+  const Tensor moved = moveaxis(x, a, -1);
+  const Tensor idx = ops::apply<prim::ArgCum>({moved}, min, reverse);
+  return moveaxis(gather(moved, idx, x.ndim() - 1, x.ndim() - 1), -1, a);
+}
+
+}  // namespace
+
 Tensor cummax(const Tensor& x, int64_t axis, bool reverse) {
-  return scan(x, axis, reverse, maximum, "cummax");
+  return running_extreme(x, axis, false, reverse, "cummax");
 }
 
 Tensor cummin(const Tensor& x, int64_t axis, bool reverse) {
-  return scan(x, axis, reverse, minimum, "cummin");
+  return running_extreme(x, axis, true, reverse, "cummin");
 }
 
 Tensor logcumsumexp(const Tensor& x, int64_t axis, bool reverse) {

@@ -2,6 +2,7 @@
 
 #include "kernels/cumulative.h"
 #include "primitives/util.h"
+#include "transforms/batching.h"
 
 namespace lanes::prim {
 
@@ -40,6 +41,39 @@ std::vector<Tensor> CumSum::vjp(const std::vector<Tensor>&, const std::vector<Te
                                 const std::vector<Tensor>&) const {
   if (!ct[0].defined()) return {Tensor()};
   return {bind1(std::make_shared<const CumSum>(axis_, !reverse_), {ct[0]})};
+}
+
+// ---- argcummax / argcummin -------------------------------------------------------------------
+
+std::string ArgCum::params() const {
+  return std::string("reverse=") + (reverse_ ? "true" : "false");
+}
+
+std::vector<TensorType> ArgCum::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, "argcum");
+  check(!in[0].shape.empty(), name(), ": needs a tensor with at least one dim, got shape ",
+        fmt(in[0].shape));
+  return single(in[0].shape, DType::Int64);
+}
+
+std::vector<Tensor> ArgCum::eval(const std::vector<Tensor>& in) const {
+  return {kernels::arg_cum_last(in[0], min_, reverse_)};
+}
+
+// Rows scan independently: with the batch first, the example's last axis is still last.
+std::vector<Batched> ArgCum::batch(const std::vector<Batched>& in, int64_t) const {
+  return {{bind1(shared_from_this(), {batching::move_batch_dim(in[0], 0)}), 0}};
+}
+
+// Indices are integers: no derivative flows through them.
+std::vector<Tensor> ArgCum::jvp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                const std::vector<Tensor>&) const {
+  return {Tensor()};
+}
+
+std::vector<Tensor> ArgCum::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                const std::vector<Tensor>&) const {
+  return {Tensor()};
 }
 
 }  // namespace lanes::prim
