@@ -1,6 +1,7 @@
 // lanes: static automatic batching for C++. Include this one header.
 #pragma once
 
+#include "lanes/array_ops.h"
 #include "lanes/autodiff.h"
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"

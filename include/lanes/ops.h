@@ -72,6 +72,9 @@ Tensor round(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor clip(const Tensor& x, double lo, double hi);
+/// Elementwise bounds, as jnp.clip: minimum(maximum(x, lo), hi), the three broadcast together and
+/// promoted to one dtype (where lo > hi the result is hi).
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi);
 
 // Comparisons give Bool.
 Tensor equal(const Tensor& a, const Tensor& b);
@@ -130,6 +133,9 @@ template <Scalar S> Tensor operator!=(const Tensor& a, S s) { return a != as_wea
 template <Scalar S> Tensor pow(const Tensor& a, S s) { return pow(a, as_weak(s, a)); }
 template <Scalar S> Tensor maximum(const Tensor& a, S s) { return maximum(a, as_weak(s, a)); }
 template <Scalar S> Tensor minimum(const Tensor& a, S s) { return minimum(a, as_weak(s, a)); }
+// where with one scalar branch, weakly typed like the operators: where(c, x, 0.0) keeps x's dtype.
+template <Scalar S> Tensor where(const Tensor& c, const Tensor& a, S b) { return where(c, a, as_weak(b, a)); }
+template <Scalar S> Tensor where(const Tensor& c, S a, const Tensor& b) { return where(c, as_weak(a, b), b); }
 // clang-format on
 
 // ---- reductions -------------------------------------------------------------------------------
@@ -187,7 +193,8 @@ Tensor concatenate(const std::vector<Tensor>& xs, int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& xs, int64_t axis = 0);
 /// lax.slice: start/limit/strides per dim (strides default 1). A view.
 Tensor slice(const Tensor& x, const Shape& start, const Shape& limit, const Shape& strides = {});
-/// x[start:stop:step] along one axis, numpy bounds (negative counts from the end, clamped).
+/// x[start:stop:step] along one axis, numpy bounds (negative counts from the end, clamped). A
+/// negative step walks backwards as numpy's (x[n-1:-n-1:-1] reverses; a copy, not a view).
 Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1);
 /// Pads each dim with low[i] before and high[i] after (negative values crop), filled with value.
 Tensor pad(const Tensor& x, const Shape& low, const Shape& high, double value = 0.0);

@@ -50,6 +50,34 @@ T accumulate(T a, T b) {
   }
 }
 
+// How one update combines with what is already there (ScatterKind), defined for every dtype:
+// integer products wrap, bool multiplies / mins as and, maxes as or, and a NaN on either side of
+// a float min / max wins (as maximum and minimum do).
+template <class T>
+T combine(ScatterKind kind, T a, T b) {
+  switch (kind) {
+    case ScatterKind::Add:
+      return accumulate(a, b);
+    case ScatterKind::Set:
+      return b;
+    case ScatterKind::Multiply:
+      if constexpr (std::is_same_v<T, bool>) {
+        return a && b;
+      } else if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      } else {
+        return a * b;
+      }
+    case ScatterKind::Min:
+    case ScatterKind::Max:
+      if constexpr (std::is_floating_point_v<T>)
+        if (a != a || b != b) return a != a ? a : b;
+      return (kind == ScatterKind::Max) == (b > a) ? b : a;
+  }
+  return a;
+}
+
 }  // namespace
 
 std::vector<int64_t> checked_indices(const Tensor& indices, int64_t size, const char* op,
@@ -110,6 +138,11 @@ Tensor gather(const Tensor& x, const std::vector<int64_t>& index, const Shape& i
 
 Tensor scatter_add(const Tensor& x, const std::vector<int64_t>& index, const Shape& index_shape,
                    const Tensor& updates, int64_t axis, int64_t batch_dims) {
+  return scatter(x, index, index_shape, updates, axis, batch_dims, ScatterKind::Add);
+}
+
+Tensor scatter(const Tensor& x, const std::vector<int64_t>& index, const Shape& index_shape,
+               const Tensor& updates, int64_t axis, int64_t batch_dims, ScatterKind kind) {
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   copy_into(x, out);
   if (updates.numel() == 0) return out;
@@ -133,7 +166,10 @@ Tensor scatter_add(const Tensor& x, const std::vector<int64_t>& index, const Sha
       for (int64_t j = 0; j < d.count; ++j) {
         T* to = slab + idx[j] * d.inner;
         const T* from = src + j * d.inner;
-        for (int64_t k = lo; k < hi; ++k) to[k] = accumulate(to[k], from[k]);
+        if (kind == ScatterKind::Add)  // the common case, kept free of the switch
+          for (int64_t k = lo; k < hi; ++k) to[k] = accumulate(to[k], from[k]);
+        else
+          for (int64_t k = lo; k < hi; ++k) to[k] = combine(kind, to[k], from[k]);
       }
     };
     parallel_for(slabs * pieces, std::max<int64_t>(1, kCopyGrain / (d.count * piece)),

@@ -30,4 +30,13 @@ Tensor gather(const Tensor& x, const std::vector<int64_t>& index, const Shape& i
 Tensor scatter_add(const Tensor& x, const std::vector<int64_t>& index, const Shape& index_shape,
                    const Tensor& updates, int64_t axis, int64_t batch_dims);
 
+/// How scatter combines an update with the element it lands on.
+enum class ScatterKind { Add, Set, Multiply, Min, Max };
+
+/// scatter_add with another combination: a copy of x where each update, in index order,
+/// replaces (Set: the last of repeated indices wins) or is multiplied / min-ed / max-ed into its
+/// element. Threads split as in scatter_add, so the order is the same on every run.
+Tensor scatter(const Tensor& x, const std::vector<int64_t>& index, const Shape& index_shape,
+               const Tensor& updates, int64_t axis, int64_t batch_dims, ScatterKind kind);
+
 }  // namespace lanes::kernels

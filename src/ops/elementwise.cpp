@@ -161,6 +161,16 @@ Tensor clip(const Tensor& x, double lo, double hi) {
   return minimum(maximum(x, bound(std::ceil(lo))), bound(std::floor(hi)));
 }
 
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  need(x, "clip", "x");
+  need(lo, "clip", "lo");
+  need(hi, "clip", "hi");
+  // Checked here so a bad shape is reported as clip's, with all three shapes.
+  const Shape xl = ops::broadcast_shapes(x.shape(), lo.shape(), "clip (x and lo)");
+  ops::broadcast_shapes(xl, hi.shape(), "clip (x, lo and hi)");
+  return minimum(maximum(x, lo), hi);
+}
+
 Tensor equal(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Eq, "equal", a, b); }
 Tensor not_equal(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::Ne, "not_equal", a, b);

@@ -1,5 +1,6 @@
 // Indexing ops over the gather / scatter_add primitives; one_hot is a composite.
 #include "primitives/indexing.h"
+#include "lanes/array_ops.h"
 #include "ops/internal.h"
 #include "primitives/util.h"
 
@@ -24,6 +25,27 @@ AxisSpec normalize(const Tensor& x, const Tensor& indices, int64_t axis, int64_t
   return {a, b};
 }
 
+// Like jnp's x.at[...].add(updates): updates broadcast to the gathered shape and take x's dtype.
+Tensor prepared_updates(const Tensor& x, const Tensor& indices, const Tensor& updates,
+                        const AxisSpec& s, const char* op) {
+  check(updates.defined(), op, ": updates is an undefined tensor");
+  const Shape want =
+      prim::Gather::output_shape(x.shape(), indices.shape(), s.axis, s.batch_dims, op);
+  Tensor u = cast(updates, x.dtype());
+  if (u.shape() != want) {
+    bool ok = u.ndim() <= int64_t(want.size());
+    for (int64_t i = 1; ok && i <= u.ndim(); ++i) {
+      const int64_t have = u.shape()[u.ndim() - i];
+      ok = have == 1 || have == want[want.size() - i];
+    }
+    check(ok, op, ": updates of shape ", fmt(updates.shape()),
+          " cannot be broadcast to the gathered shape ", fmt(want), " of x of shape ",
+          fmt(x.shape()), " and indices of shape ", fmt(indices.shape()), " along axis ", s.axis);
+    u = broadcast_to(u, want);
+  }
+  return u;
+}
+
 }  // namespace
 
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis, int64_t batch_dims) {
@@ -36,26 +58,24 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis) {
   return apply<prim::Gather>({x, indices}, s.axis, int64_t{0});
 }
 
-// Like jnp's x.at[...].add(updates): updates broadcast to the gathered shape and take x's dtype.
 Tensor scatter_add(const Tensor& x, const Tensor& indices, const Tensor& updates, int64_t axis,
                    int64_t batch_dims) {
   const AxisSpec s = normalize(x, indices, axis, batch_dims, "scatter_add");
-  check(updates.defined(), "scatter_add: updates is an undefined tensor");
-  const Shape want =
-      prim::Gather::output_shape(x.shape(), indices.shape(), s.axis, s.batch_dims, "scatter_add");
-  Tensor u = cast(updates, x.dtype());
-  if (u.shape() != want) {
-    bool ok = u.ndim() <= int64_t(want.size());
-    for (int64_t i = 1; ok && i <= u.ndim(); ++i) {
-      const int64_t have = u.shape()[u.ndim() - i];
-      ok = have == 1 || have == want[want.size() - i];
-    }
-    check(ok, "scatter_add: updates of shape ", fmt(updates.shape()),
-          " cannot be broadcast to the gathered shape ", fmt(want), " of x of shape ",
-          fmt(x.shape()), " and indices of shape ", fmt(indices.shape()), " along axis ", s.axis);
-    u = broadcast_to(u, want);
-  }
+  const Tensor u = prepared_updates(x, indices, updates, s, "scatter_add");
   return apply<prim::ScatterAdd>({x, indices, u}, s.axis, s.batch_dims);
+}
+
+Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, ScatterMode mode,
+               int64_t axis, int64_t batch_dims) {
+  using Kind = kernels::ScatterKind;
+  if (mode == ScatterMode::Add) return scatter_add(x, indices, updates, axis, batch_dims);
+  const AxisSpec s = normalize(x, indices, axis, batch_dims, "scatter");
+  const Tensor u = prepared_updates(x, indices, updates, s, "scatter");
+  const Kind kind = mode == ScatterMode::Set        ? Kind::Set
+                    : mode == ScatterMode::Multiply ? Kind::Multiply
+                    : mode == ScatterMode::Min      ? Kind::Min
+                                                    : Kind::Max;
+  return apply<prim::Scatter>({x, indices, u}, kind, s.axis, s.batch_dims);
 }
 
 // equal(indices[..., None], 0..depth-1): an out-of-range index matches nothing (a zero row).

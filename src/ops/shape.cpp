@@ -41,6 +41,11 @@ std::vector<int64_t> normalize_axes(const Axes& axes, int64_t ndim, const char* 
 
 using ops::apply;
 
+namespace detail {
+Tensor slice_axis_reversed(const Tensor& x, int64_t axis, int64_t start, int64_t stop,
+                           int64_t step);  // src/ops/reverse.cpp
+}  // namespace detail
+
 Tensor reshape(const Tensor& x, const Shape& shape) {
   Shape resolved = shape;
   int64_t inferred = -1;
@@ -152,7 +157,9 @@ Tensor slice(const Tensor& x, const Shape& start, const Shape& limit, const Shap
 
 Tensor slice_axis(const Tensor& x, int64_t axis, int64_t start, int64_t stop, int64_t step) {
   const int64_t a = prim::normalize_axis(axis, x.ndim(), "slice_axis");
-  check(step >= 1, "slice_axis: step must be positive, got ", step);
+  check(step != 0, "slice_axis: step must not be zero (x of shape ", fmt(x.shape()), ", axis ",
+        axis, ")");
+  if (step < 0) return detail::slice_axis_reversed(x, a, start, stop, step);
   const int64_t n = x.shape()[a];
   auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
   Shape lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);

@@ -8,6 +8,7 @@
 // before anything is written; negative ones count from the end.
 #pragma once
 
+#include "kernels/indexing.h"
 #include "lanes/primitive.h"
 
 namespace lanes::prim {
@@ -54,6 +55,32 @@ class ScatterAdd : public Primitive {
   int64_t batch_dims() const { return batch_dims_; }
 
  private:
+  int64_t axis_, batch_dims_;
+};
+
+/// scatter_add's other modes (kernels::ScatterKind Set, Multiply, Min, Max; Add is ScatterAdd):
+/// inputs (x, indices, updates) as ScatterAdd's; updates land in index order, so with repeated
+/// indices Set keeps the last and the others combine all of them with x's element.
+class Scatter : public Primitive {
+ public:
+  using Kind = kernels::ScatterKind;
+  Scatter(Kind kind, int64_t axis, int64_t batch_dims)
+      : kind_(kind), axis_(axis), batch_dims_(batch_dims) {}
+  std::string name() const override;
+  std::string params() const override;
+  std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
+  std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
+  std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
+                          const std::vector<Tensor>& outputs) const override;
+  std::vector<Tensor> vjp(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                          const std::vector<Tensor>& outputs) const override;
+  Kind kind() const { return kind_; }
+  int64_t axis() const { return axis_; }
+  int64_t batch_dims() const { return batch_dims_; }
+
+ private:
+  Kind kind_;
   int64_t axis_, batch_dims_;
 };
 

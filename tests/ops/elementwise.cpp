@@ -271,6 +271,44 @@ std::vector<OpRow> make_rows() {
         },
         true));
 
+  // where with a scalar branch: weakly typed, so the tensor branch's dtype is kept.
+  auto cond_and = [](Shape c, Shape x) {
+    return [c, x](DType d, Gen& g) {
+      return std::vector<Tensor>{g.uniform(c, DType::Bool), g.uniform(x, d)};
+    };
+  };
+  rows.push_back(custom(
+      "where_scalar_else", "where", kNumbers, cond_and({3, 1}, {3, 4}),
+      [](const std::vector<Tensor>& in) { return lanes::where(in[0], in[1], 2); },
+      [](const std::vector<Ref>& in, DType d) {
+        return Expected{map2(in[0], in[1], [](double c, double a) { return c != 0 ? a : 2.0; }), d};
+      },
+      true));
+  rows.push_back(custom(
+      "where_scalar_then", "where", kFloats, cond_and({4}, {2, 4}),
+      [](const std::vector<Tensor>& in) { return lanes::where(in[0], -0.25, in[1]); },
+      [](const std::vector<Ref>& in, DType d) {
+        return Expected{map2(in[0], in[1], [](double c, double b) { return c != 0 ? -0.25 : b; }),
+                        d};
+      },
+      true));
+
+  // clip with tensor bounds broadcast against x: minimum(maximum(x, lo), hi).
+  rows.push_back(custom(
+      "clip_tensor_bounds", "clip", kNumbers,
+      [](DType d, Gen& g) {
+        return std::vector<Tensor>{g.uniform({3, 4}, d, -3, 3), g.uniform({4}, d, -2, 0),
+                                   g.uniform({3, 1}, d, 0, 2)};
+      },
+      [](const std::vector<Tensor>& in) { return lanes::clip(in[0], in[1], in[2]); },
+      [](const std::vector<Ref>& in, DType d) {
+        return Expected{
+            map3(in[0], in[1], in[2],
+                 [](double x, double lo, double hi) { return std::min(std::max(x, lo), hi); }),
+            d};
+      },
+      true));
+
   // cast: to every dtype from every dtype (float -> int truncates, -> bool is != 0).
   for (DType to : kAll) {
     const double lo = to == DType::UInt8 ? 0 : -3;
@@ -440,6 +478,14 @@ std::vector<ErrorRow> make_errors() {
                       [fn = fn] { fn(lanes::zeros({3}), Tensor()); },
                       {op, "undefined"}});
   }
+  errors.push_back({"clip_bounds_shape",
+                    [] {
+                      lanes::clip(lanes::zeros({2, 3}), lanes::zeros({3}), lanes::zeros({4}));
+                    },
+                    {"clip", "hi", "(2, 3)", "(4,)"}});
+  errors.push_back({"clip_undefined_lo",
+                    [] { lanes::clip(lanes::zeros({2}), Tensor(), lanes::zeros({2})); },
+                    {"clip", "lo"}});
   errors.push_back({"where_non_bool_cond",
                     [] { lanes::where(lanes::zeros({3}), lanes::zeros({3}), lanes::zeros({3})); },
                     {"where", "bool", "float32", "(3,)"}});

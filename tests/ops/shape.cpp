@@ -247,12 +247,45 @@ std::vector<OpRow> slice_rows() {
              [](const Tensor& x) { return slice_axis(x, 0, 1, 7, 3); }),
       sliced("slice_axis_start_past_stop", "slice_axis", {4, 3}, {0, 3}, {1, 1}, {4, 0},
              [](const Tensor& x) { return slice_axis(x, 1, 3, 1); }),
+      // Negative steps, numpy's x[start:stop:step]: bounds clamp to [-1, n - 1].
+      sliced("slice_axis_reverse_all", "slice_axis", {5, 2}, {4, 0}, {-1, 1}, {5, 2},
+             [](const Tensor& x) { return slice_axis(x, 0, -1, -6, -1); }),
+      sliced("slice_axis_negative_step2", "slice_axis", {3, 7}, {0, 5}, {1, -2}, {3, 3},
+             [](const Tensor& x) { return slice_axis(x, -1, 5, 0, -2); }),
+      sliced("slice_axis_negative_step_clamped", "slice_axis", {2, 6}, {0, 5}, {1, -4}, {2, 2},
+             [](const Tensor& x) { return slice_axis(x, 1, 100, -100, -4); }),
+      sliced("slice_axis_negative_step_empty", "slice_axis", {4, 3}, {1, 0}, {-1, 1}, {0, 3},
+             [](const Tensor& x) { return slice_axis(x, 0, 1, 3, -1); }),
+      sliced("slice_axis_negative_step_zero_size", "slice_axis", {0, 3}, {0, 0}, {-1, 1}, {0, 3},
+             [](const Tensor& x) { return slice_axis(x, 0, -1, -100, -1); }),
+  };
+}
+
+// flip: index i of a flipped axis of size n reads n - 1 - i.
+OpRow flip_row(std::string name, Shape shape, lanes::Axes axes, std::vector<int64_t> flipped) {
+  return mapped(
+      std::move(name), "flip", shape, shape,
+      [axes](const Tensor& x) { return lanes::flip(x, axes); },
+      [shape, flipped](const Index& out) {
+        Index in = out;
+        for (int64_t a : flipped) in[a] = shape[a] - 1 - out[a];
+        return in;
+      });
+}
+
+std::vector<OpRow> flip_rows() {
+  return {
+      flip_row("flip_all", {3, 4}, {}, {0, 1}),
+      flip_row("flip_axis0", {4, 2, 3}, 0, {0}),
+      flip_row("flip_negative_axes", {2, 3, 5}, {-1, 0}, {0, 2}),
+      flip_row("flip_scalar", {}, {}, {}),
+      flip_row("flip_zero_size", {0, 3}, 1, {1}),
   };
 }
 
 std::vector<OpRow> all_rows() {
   std::vector<OpRow> rows;
-  for (auto* part : {reshape_rows, transpose_rows, broadcast_rows, slice_rows})
+  for (auto* part : {reshape_rows, transpose_rows, broadcast_rows, slice_rows, flip_rows})
     for (OpRow& r : part()) rows.push_back(std::move(r));
   return rows;
 }
@@ -382,6 +415,18 @@ std::vector<ErrorRow> error_rows() {
               lanes::reshape(ones({0}), {int64_t{1} << 32, int64_t{1} << 32, 0});
             },
             {"reshape", "(4294967296, 4294967296, 0)"}),
+      error("flip_axis_out_of_range",
+            [x] {
+              lanes::flip(x, {0, 2});
+            },
+            {"flip", "axis 2"}),
+      error("flip_repeated_axis",
+            [x] {
+              lanes::flip(x, {1, -1});
+            },
+            {"flip", "repeated"}),
+      error("slice_axis_zero_step_names_shape", [x] { lanes::slice_axis(x, 1, 2, 0, 0); },
+            {"slice_axis", "step", "(2, 3)"}),
   };
 }
 
