@@ -174,9 +174,27 @@ Closed vjp_subgraph(const Graph& g, const std::vector<bool>& wrt) {
 
 GraphRunner::GraphRunner(GraphPtr g) : g_(std::move(g)) {}
 
+namespace {
+// Optimized graphs by structure: a closed graph's structure is its function, so eager control
+// flow, which traces and builds new nodes on every call, optimizes each body once.
+std::shared_ptr<const Graph> optimized_by_structure(const Graph& g) {
+  static std::mutex mutex;
+  static BoundedMap<std::shared_ptr<const Graph>> cache;
+  const std::string key = ref(g);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.map.find(key); it != cache.map.end()) return it->second;
+  }
+  auto opt = std::make_shared<const Graph>(fuse_elementwise(optimize(g)));
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.add(key, opt, 256);
+  return opt;
+}
+}  // namespace
+
 std::vector<Tensor> GraphRunner::operator()(const std::vector<Tensor>& inputs) const {
-  std::call_once(once_, [&] { optimized_ = fuse_elementwise(optimize(*g_)); });
-  return execute(optimized_, inputs);
+  std::call_once(once_, [&] { optimized_ = optimized_by_structure(*g_); });
+  return execute(*optimized_, inputs);
 }
 
 LaneRunners::LaneRunners(GraphPtr g, std::vector<bool> in_mapped, VmapOptions options)

@@ -88,7 +88,7 @@ class GraphRunner {
  private:
   GraphPtr g_;
   mutable std::once_flag once_;
-  mutable Graph optimized_;
+  mutable std::shared_ptr<const Graph> optimized_;  // shared by graphs of one structure
 };
 
 /// A loop body split in two: `pre` computes, from the inputs flagged invariant (a loop's consts),
