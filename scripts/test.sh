@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
 # Builds lanes and runs every test: ./scripts/test.sh
 # With --sanitize: the same under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
+# With --tsan: the concurrency test and the fuzz test's fixed seeds under ThreadSanitizer, in
+# build-tsan/ (only those targets: a TSan build of every test would take most of the CI budget).
 source "$(dirname "$0")/common.sh"
 lanes_install_deps
 if [ "${1:-}" = "--sanitize" ]; then
   dir="$LANES_ROOT/build-asan"
   lanes_build "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLANES_SANITIZE=ON -DLANES_BUILD_BENCH=OFF
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+  export LANES_FUZZ_SEEDS=0:5000  # a third of test_fuzz's seeds: it is ~5x slower here
+elif [ "${1:-}" = "--tsan" ]; then
+  dir="$LANES_ROOT/build-tsan"
+  tsan_tests=(test_threads test_fuzz)
+  cmake -S "$LANES_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLANES_TSAN=ON \
+    -DLANES_BUILD_BENCH=OFF -DLANES_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$dir" -j "$(nproc)" --target "${tsan_tests[@]}"
+  # libgomp and OpenBLAS are not instrumented: one thread each, and tests/tsan.supp for what
+  # OpenBLAS still shares between caller threads. test_fuzz is single-threaded and ~20x slower
+  # under TSan: the first 2,000 of its fixed seeds.
+  export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 LANES_FUZZ_SEEDS=0:2000
+  export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$LANES_ROOT/tests/tsan.supp"
+  ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" \
+    -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$"
+  exit 0
 else
   dir="$LANES_ROOT/build"
   lanes_build "$dir"

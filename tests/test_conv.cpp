@@ -314,6 +314,34 @@ TEST(ConvGeometrySweep, TransposeZeroesPositionsNoInputReaches) {
   for (double v : y.to_vector<double>()) EXPECT_EQ(v, 0.0);
 }
 
+// Found by test_fuzz (seed 1108): conv_transpose2d of an input of height or width 0 has outputs
+// (all padding), but its input gradient, conv2d cut to the input's size, met a kernel bigger than
+// the cotangent and threw, and the kernel offset a null pointer (UBSan). Its value is zeros and
+// every derivative an empty tensor of the input's shape.
+TEST(ConvEmptyImage, TransposeOfZeroHeightOrWidthHasEmptyInputGradient) {
+  lanes::ConvTranspose2dOptions t;
+  t.stride = {1, 2};
+  const Tensor w = lanes::ones({1, 2, 2, 3}, DType::Float64);
+  auto f = [&](const Tensor& x) { return lanes::conv_transpose2d(x, w, t); };
+  auto loss = [&](const Tensor& x) { return lanes::sum(f(x)); };
+  for (const Shape& s : {Shape{1, 1, 0, 2}, Shape{2, 1, 2, 0}}) {
+    SCOPED_TRACE(lanes::shape_str(s));
+    const Tensor x = lanes::ones(s, DType::Float64);
+    for (double v : f(x).to_vector<double>()) EXPECT_EQ(v, 0.0);  // all padding
+    EXPECT_EQ(lanes::grad(loss)(x).shape(), s);
+    // The weight's gradient sums over no input pixel: zero.
+    auto by_weight = [&](const Tensor& k) { return lanes::sum(lanes::conv_transpose2d(x, k, t)); };
+    for (double v : lanes::grad(by_weight)(w).to_vector<double>()) EXPECT_EQ(v, 0.0);
+    Shape jac = f(x).shape();
+    jac.insert(jac.end(), s.begin(), s.end());
+    EXPECT_EQ(lanes::jacrev(f)(x).shape(), jac);
+    Shape batched = s;
+    batched.insert(batched.begin(), 3);
+    EXPECT_EQ(lanes::vmap(lanes::grad(loss))(lanes::ones(batched, DType::Float64)).shape(),
+              batched);
+  }
+}
+
 // Results do not depend on the thread count (work splitting differs, sums are the same up to
 // rounding in float64).
 TEST(ConvThreads, OneThreadMatchesAll) {

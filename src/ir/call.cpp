@@ -109,6 +109,12 @@ Registry& registry() {
 
 }  // namespace
 
+size_t call_cache_entries() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.bodies.map.size() + r.seen.map.size();
+}
+
 bool has_calls(const Graph& g) {
   for (const Node& n : g.nodes)
     if (as_call(n)) return true;

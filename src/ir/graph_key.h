@@ -60,4 +60,9 @@ struct BoundedMap {
   }
 };
 
+/// Keys held by the process-wide caches, for the tests that check they stay bounded: call bodies
+/// and keys seen once (src/ir/call.cpp), sub-graph ids (src/transforms/subgraphs.cpp).
+size_t call_cache_entries();
+size_t subgraph_id_entries();
+
 }  // namespace lanes::detail

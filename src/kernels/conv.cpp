@@ -506,7 +506,9 @@ Tensor conv_transpose2d(const Tensor& ct, const Tensor& w, const ConvParams& p,
   const Geometry g = geometry(xs, w.shape(), p, ct.shape(2), ct.shape(3));
   Tensor out = Tensor::empty(xs, ct.dtype());
   if (out.numel() == 0) return out;
-  if (g.Og == 0) {  // no output channels in the convolution: an empty sum
+  // No output channels or positions in the convolution (an input image of height or width 0,
+  // whose outputs are all padding): an empty sum.
+  if (g.Og == 0 || g.OH == 0 || g.OW == 0) {
     zero(out);
     return out;
   }

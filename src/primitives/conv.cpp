@@ -66,6 +66,10 @@ Tensor transpose_with(const kernels::ConvParams& p, Pair size, const Tensor& ct,
 }
 Tensor weight_grad_with(const kernels::ConvParams& p, Pair kernel, const Tensor& x,
                         const Tensor& ct) {
+  // No output position (the cotangent of an empty image, see conv_cut): the gradient is zero,
+  // and x may be smaller than the kernel, which conv_weight_grad rejects.
+  if (ct.shape(2) == 0 || ct.shape(3) == 0)
+    return zeros({ct.shape(1), x.shape(1) / p.groups, kernel[0], kernel[1]}, x.dtype());
   return bind1(std::make_shared<const ConvWeightGrad>(p, kernel), {x, ct});
 }
 
@@ -74,6 +78,10 @@ Pair spatial(const Tensor& t) { return {t.shape(2), t.shape(3)}; }
 // conv(x, w) cut to the first (H', W') positions: Conv's output may be larger than a transpose's
 // cotangent (ConvTranspose with output padding).
 Tensor conv_cut(const kernels::ConvParams& p, const Tensor& x, const Tensor& w, Pair size) {
+  // An empty image (conv_transpose2d's input of height or width 0, whose outputs are all
+  // padding): x may be smaller than the kernel, which conv2d rejects, and the result is empty.
+  if (size[0] == 0 || size[1] == 0)
+    return zeros({x.shape(0), w.shape(0), size[0], size[1]}, x.dtype());
   const Tensor y = conv_with(p, x, w);
   if (spatial(y) == size) return y;
   return slice(y, {0, 0, 0, 0}, {y.shape(0), y.shape(1), size[0], size[1]});

@@ -44,19 +44,38 @@ GraphPtr with_unused_inputs(const Graph& g, size_t at, const std::vector<TensorT
   return std::make_shared<const Graph>(std::move(out));
 }
 
+namespace {
+
+struct RefIds {
+  std::mutex mutex;
+  BoundedMap<int64_t> ids;
+  int64_t next = 1;
+};
+
+RefIds& ref_ids() {
+  static RefIds r;
+  return r;
+}
+
+}  // namespace
+
 std::string ref(const Graph& g) {
-  static std::mutex mutex;
-  static BoundedMap<int64_t> ids;
-  static int64_t next = 1;
   GraphKey k;
   k.add(g);
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = ids.map.find(k.key);
-  if (it == ids.map.end()) {
-    ids.add(k.key, next++, 1024);  // an evicted graph gets a new id: a cache miss, never a clash
-    it = ids.map.find(k.key);
+  RefIds& r = ref_ids();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.ids.map.find(k.key);
+  if (it == r.ids.map.end()) {
+    r.ids.add(k.key, r.next++, 1024);  // an evicted graph gets a new id: a miss, never a clash
+    it = r.ids.map.find(k.key);
   }
   return "#" + std::to_string(it->second);
+}
+
+size_t subgraph_id_entries() {
+  RefIds& r = ref_ids();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.ids.map.size();
 }
 
 std::vector<TensorType> input_types(const Graph& g) {
