@@ -18,9 +18,9 @@ Tensor newton_sqrt(const Tensor& a) {
 
 void control_flow() {
   // 16384 examples over 12 orders of magnitude: each lane runs its own trip count.
-  const Tensor a = lanes::exp(lanes::random::uniform(lanes::random::key(9), {16384}, -4.0, 8.0,
-                                                     lanes::DType::Float64) *
-                              std::log(10.0));
+  const Tensor a = lanes::exp(
+      lanes::random::uniform(lanes::random::key(9), {16384}, -4.0, 8.0, lanes::DType::Float64) *
+      std::log(10.0));
   Tensor roots, want;
   const double loop_ms = median_ms(
       [&] {
