@@ -335,6 +335,20 @@ TEST_P(PassesOverOpTable, CompiledAndFoldedEqualEager) {
   }
 }
 
+namespace {
+// One example's cotangent of row r's input k for output cotangent v: what vmap and compile map.
+auto vjp_of_input(const optable::OpRow& r, size_t k) {
+  return [&r, k](const std::vector<Tensor>& args, const Tensor& v) {
+    auto f = [&](const Tensor& x) {
+      std::vector<Tensor> a = args;
+      a[k] = x;
+      return r.call(a);
+    };
+    return std::get<0>(vjp(f, args[k]).second(v));
+  };
+}
+}  // namespace
+
 // Per-example vjp (vmap of vjp) compiled equals it uncompiled: the graphs batching and autodiff
 // make, through every rewrite.
 TEST_P(PassesOverDerivatives, CompiledPerExampleVjpEqualsUncompiled) {
@@ -351,14 +365,7 @@ TEST_P(PassesOverDerivatives, CompiledPerExampleVjpEqualsUncompiled) {
   for (size_t k = 0; k < ex[0].size(); ++k) {
     if (ex[0][k].dtype() != DType::Float64) continue;  // indices, labels: not differentiated
     SCOPED_TRACE("input " + std::to_string(k));
-    auto per_example = [&r, k](const std::vector<Tensor>& args, const Tensor& v) {
-      auto f = [&](const Tensor& x) {
-        std::vector<Tensor> a = args;
-        a[k] = x;
-        return r.call(a);
-      };
-      return std::get<0>(vjp(f, args[k]).second(v));
-    };
+    auto per_example = vjp_of_input(r, k);
     expect_close(compile(vmap(per_example))(stacked, cts), vmap(per_example)(stacked, cts), 1e-12);
   }
 }
@@ -400,14 +407,7 @@ TEST_P(PassesOverDerivatives, CompiledPerExampleVjpOfAnEmptyBatchIsEmpty) {
   for (size_t k = 0; k < example.size(); ++k) {
     if (example[k].dtype() != DType::Float64) continue;
     SCOPED_TRACE("input " + std::to_string(k));
-    auto per_example = [&r, k](const std::vector<Tensor>& args, const Tensor& v) {
-      auto f = [&](const Tensor& x) {
-        std::vector<Tensor> a = args;
-        a[k] = x;
-        return r.call(a);
-      };
-      return std::get<0>(vjp(f, args[k]).second(v));
-    };
+    auto per_example = vjp_of_input(r, k);
     Tensor got;
     ASSERT_NO_THROW(got = compile(vmap(per_example))(stacked, no_examples(y)));
     expect_type(got, example[k]);
