@@ -38,6 +38,8 @@ Cond::Cond(std::vector<GraphPtr> branches, Lanes lanes)
     : branches_(std::move(branches)), lanes_(std::move(lanes)) {
   check(!branches_.empty(), "cond: no branches");
   for (const GraphPtr& b : branches_) {
+    work_.push_back(detail::work_of(*b));  // the cost model reads them on every call
+    loops_.push_back(detail::holds_loop(*b));
     if (lanes_.on())
       lane_runners_.push_back(
           std::make_shared<detail::LaneRunners>(b, lanes_.mapped, lanes_.options));
@@ -120,22 +122,20 @@ std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
   for (const TensorType& t : out_types) out_elems += double(shape_numel(t.shape));
   for (size_t i = 0; i < ops.size(); ++i)
     if (lanes_.mapped[i]) moved += double(ops[i].numel()) / double(B);
-  std::vector<double> work(K, 0.0);
-  for (int64_t k : taken) work[k] = detail::work_of(*branches_[k]);
+  const std::vector<double>& work = work_;
   // Partitioning runs one branch on every lane when that is cheaper than gathering its lanes and
   // scattering them back (a cheap branch most lanes take): its result is the base the others'
   // rows are written into.
   int64_t base = -1;
   for (int64_t k : taken) {
     const bool cheap = work[k] * double(B - counts[k]) < (moved + out_elems) * double(counts[k]);
-    if (cheap && !detail::holds_loop(*branches_[k]) && (base < 0 || counts[k] > counts[base]))
-      base = k;
+    if (cheap && !loops_[k] && (base < 0 || counts[k] > counts[base])) base = k;
   }
   bool partition = lanes_.options.cond == CondStrategy::Partition;
   if (lanes_.options.cond == CondStrategy::Auto) {
     double select = double(B) * out_elems * double(taken.size() - 1), part = 0;
     for (int64_t k : taken) {
-      partition = partition || detail::holds_loop(*branches_[k]);
+      partition = partition || loops_[k];
       select += double(B) * work[k];
       part += k == base ? double(B) * work[k]
                         : kBranchOverhead + double(counts[k]) * (work[k] + moved + out_elems);
@@ -205,7 +205,7 @@ std::vector<Tensor> Cond::partition_lanes(const std::vector<Tensor>& ops,
 std::string Cond::explain_lanes(int64_t size) const {
   const CondStrategy s = batching::current_options().cond;
   bool loop = false;
-  for (const GraphPtr& b : branches_) loop = loop || detail::holds_loop(*b);
+  for (bool l : loops_) loop = loop || l;
   const std::string what =
       "cond over " + std::to_string(size) + " lanes, each taking its own branch: ";
   if (s == CondStrategy::Select) return what + "select (every branch on every lane)";

@@ -58,6 +58,8 @@ class Cond : public Primitive {
                                       int64_t base) const;
   std::string explain_lanes(int64_t size) const;  // for lanes::explain
   std::vector<GraphPtr> branches_;
+  std::vector<double> work_;  // per branch: detail::work_of, for CondStrategy::Auto
+  std::vector<bool> loops_;   // per branch: detail::holds_loop
   Lanes lanes_;
   std::vector<std::shared_ptr<detail::GraphRunner>> runners_;       // plain
   std::vector<std::shared_ptr<detail::LaneRunners>> lane_runners_;  // with lanes
@@ -91,6 +93,7 @@ class While : public Primitive {
   Lanes lanes_;
   std::shared_ptr<detail::LoopBody> cond_runner_, body_runner_;   // plain
   std::shared_ptr<detail::LaneRunners> cond_lanes_, body_lanes_;  // with lanes
+  double lane_work_ = 0, lane_moved_ = 0;  // with lanes: the cost model of LoopStrategy::Auto
 };
 
 /// Inputs (carry..., consts..., xs...), outputs (carry..., ys...): the body (carry, consts, x_t)

@@ -57,15 +57,17 @@ Tensor lane_mask(const std::vector<bool>& active, int64_t rank) {
 // one iteration's plus the carries (a separate result buffer was one carry more).
 class LaneLoop {
  public:
+  // work and moved: per lane and iteration, the element ops of cond and body and the elements a
+  // gather moves (computed once, when the While node is made).
   LaneLoop(const detail::LaneRunners& cond, const detail::LaneRunners& masked_body, size_t n_carry,
-           const Lanes& lanes)
-      : cond_(cond), body_(masked_body), nc_(n_carry), lanes_(lanes) {
-    auto_ = lanes.options.loop == LoopStrategy::Auto;
-    work_ = detail::work_of(cond.graph()) + detail::work_of(masked_body.graph());
-    const Graph& g = masked_body.graph();
-    for (size_t i = 0; i + 1 < g.inputs.size(); ++i)
-      if (i < n_carry || lanes.mapped[i]) moved_ += double(shape_numel(g.types[g.inputs[i]].shape));
-  }
+           const Lanes& lanes, double work, double moved)
+      : cond_(cond),
+        body_(masked_body),
+        nc_(n_carry),
+        lanes_(lanes),
+        auto_(lanes.options.loop == LoopStrategy::Auto),
+        work_(work),
+        moved_(moved) {}
 
   std::vector<Tensor> run(std::vector<Tensor> in, double compact_below) {
     const int64_t B = lanes_.size;
@@ -148,8 +150,8 @@ class LaneLoop {
   const detail::LaneRunners &cond_, &body_;
   size_t nc_;
   const Lanes& lanes_;
-  bool auto_ = false;
-  double work_ = 0, moved_ = 0;  // per lane and iteration: element ops, and elements a gather moves
+  bool auto_;
+  double work_, moved_;
 };
 
 // The reverse pass through a while loop: inputs (carry, consts, cts of the float carries, the
@@ -324,6 +326,11 @@ While::While(GraphPtr cond, GraphPtr body, size_t n_carry, Lanes lanes)
     m.push_back(true);  // the predicate
     body_lanes_ =
         std::make_shared<detail::LaneRunners>(masked(*body_, n_carry_), m, lanes_.options);
+    lane_work_ = detail::work_of(*cond_) + detail::work_of(body_lanes_->graph());
+    const Graph& g = *body_;
+    for (size_t i = 0; i < g.inputs.size(); ++i)
+      if (i < n_carry_ || lanes_.mapped[i])
+        lane_moved_ += double(shape_numel(g.types[g.inputs[i]].shape));
   } else {
     std::vector<bool> consts(body_->inputs.size(), true);
     std::fill(consts.begin(), consts.begin() + int64_t(n_carry_), false);
@@ -368,7 +375,8 @@ std::vector<Tensor> While::eval_consuming(std::vector<Tensor> in) const {
     const double below = lanes_.options.loop == LoopStrategy::Mask      ? 0.0
                          : lanes_.options.loop == LoopStrategy::Compact ? 0.75
                                                                         : 0.5;
-    return LaneLoop(*cond_lanes_, *body_lanes_, n_carry_, lanes_).run(std::move(in), below);
+    return LaneLoop(*cond_lanes_, *body_lanes_, n_carry_, lanes_, lane_work_, lane_moved_)
+        .run(std::move(in), below);
   }
   // The invariant parts of cond and body (on the consts alone) are computed once.
   const std::vector<Tensor> hc = cond_runner_->start(in), hb = body_runner_->start(in);
