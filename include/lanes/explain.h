@@ -33,6 +33,9 @@ struct Explanation {
   // How each batched cond or while ran: its strategy ("select", "partition", "mask",
   // "compact") and the lane counts behind the choice.
   std::vector<std::string> control_flow;
+  // The custom rules (lanes/custom.h) vmap met: a custom_vmap rule by name, custom_vjp and
+  // custom_jvp functions whose rules lanes batched.
+  std::vector<std::string> custom_rules;
   int64_t materialized_bytes() const;
 };
 

@@ -38,6 +38,8 @@ void note_broadcast(const std::string& prim, const Shape& shape, DType dtype, bo
 void note_fallback(const std::string& prim);
 /// Reports to lanes::explain how a batched cond or while ran: "cond: partition (...)".
 void note_control_flow(const std::string& what);
+/// Reports to lanes::explain a custom rule vmap used: "custom_vmap rule 'name' ran ...".
+void note_custom_rule(const std::string& what);
 
 }  // namespace lanes::batching
 

@@ -54,6 +54,9 @@ void note_fallback(const std::string& prim) {
 void note_control_flow(const std::string& what) {
   if (recording) recording->control_flow.push_back(what);
 }
+void note_custom_rule(const std::string& what) {
+  if (recording) recording->custom_rules.push_back(what);
+}
 }  // namespace batching
 
 std::ostream& operator<<(std::ostream& os, const Explanation& e) {
@@ -80,6 +83,9 @@ std::ostream& operator<<(std::ostream& os, const Explanation& e) {
   os << "\nfallbacks: ";
   if (e.fallbacks.empty()) os << "none";
   for (const auto& f : e.fallbacks) os << f << ' ';
+  os << "\ncustom rules: ";
+  if (e.custom_rules.empty()) os << "none";
+  for (const auto& c : e.custom_rules) os << "\n  " << c;
   return os << '\n';
 }
 
