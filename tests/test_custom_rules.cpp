@@ -269,6 +269,68 @@ TEST(CustomVjp, ForwardModeDifferentiatesF) {
     }
 }
 
+// Trees everywhere: a pair argument, a tuple output, residuals in a vector. bwd doubles w's
+// cotangent on purpose, so the test sees that it ran.
+const auto affine = lanes::custom_vjp(
+    [](const std::pair<Tensor, Tensor>& p, const Tensor& x) {
+      return std::make_tuple(p.first * x + p.second, lanes::sum(x));
+    },
+    [](const std::pair<Tensor, Tensor>& p, const Tensor& x) {
+      return std::make_pair(std::make_tuple(p.first * x + p.second, lanes::sum(x)),
+                            std::vector<Tensor>{p.first, x});
+    },
+    [](const std::vector<Tensor>& r, const std::tuple<Tensor, Tensor>& ct) {
+      const Tensor& cy = std::get<0>(ct);
+      return std::make_tuple(std::make_pair(cy * r[1] * 2.0, cy), cy * r[0] + std::get<1>(ct));
+    });
+
+TEST(CustomVjp, TreesOfArgumentsOutputsAndResiduals) {
+  const Tensor w = f64(kW), b = f64({1, 1, 1}), x = f64(kX[0]);
+  auto loss = [](const std::pair<Tensor, Tensor>& p, const Tensor& v) {
+    const auto [y, s] = affine(p, v);
+    return lanes::sum(y) + s * 3.0;
+  };
+  const auto [dp, dx] = lanes::grad(loss, {0, 1})(std::make_pair(w, b), x);
+  std::vector<double> dw, dxw;
+  for (size_t k = 0; k < 3; ++k) {
+    dw.push_back(2 * kX[0][k]);
+    dxw.push_back(kW[k] + 3);
+  }
+  expect_near(dp.first, dw, 1e-14, "d/dw (doubled by bwd)");
+  expect_near(dp.second, {1, 1, 1}, 1e-14, "d/db");
+  expect_near(dx, dxw, 1e-14, "d/dx");
+  // Per example over x, parameters shared.
+  auto per_example = lanes::vmap(lanes::grad(loss), lanes::in_axes(lanes::none, 0));
+  const auto pw = per_example(std::make_pair(w, b), stacked(kX));
+  std::vector<double> want;
+  for (const auto& r : kX)
+    for (double v : r) want.push_back(2 * v);
+  expect_near(pw.first, want, 1e-14, "vmap(grad) d/dw");
+}
+
+// An integer argument: bwd returns a cotangent of its shape, which is ignored.
+const auto times_count = lanes::custom_vjp(
+    [](const Tensor& x, const Tensor& n) { return x * lanes::cast(n, DType::Float64); },
+    [](const Tensor& x, const Tensor& n) {
+      return std::make_pair(x * lanes::cast(n, DType::Float64), std::make_tuple(n));
+    },
+    [](const std::tuple<Tensor>& r, const Tensor& ct) {
+      const Tensor& n = std::get<0>(r);
+      return std::make_tuple(ct * lanes::cast(n, DType::Float64), lanes::zeros_like(n));
+    });
+
+TEST(CustomVjp, IntegerArgumentsUnderVmap) {
+  const Tensor xs = f64({0.5, 1, 2, 3}), ns = lanes::tensor(std::vector<int32_t>{3, -1, 0, 7}, {4});
+  auto one = [](const Tensor& x, const Tensor& n) { return times_count(x, n); };
+  expect_near(lanes::vmap(lanes::grad(one))(xs, ns), {3, -1, 0, 7}, 0, "vmap(grad)");
+  expect_near(lanes::compile(lanes::vmap(lanes::grad(one)))(xs, ns), {3, -1, 0, 7}, 0,
+              "compile(vmap(grad))");
+  auto shared = [&](const Tensor& x) {
+    return lanes::sum(lanes::vmap(one, lanes::in_axes(lanes::none, 0))(x, ns));
+  };
+  expect_near(lanes::grad(shared)(lanes::scalar(2.0, DType::Float64)), {9}, 0, "grad(vmap)");
+}
+
 // ---- custom_vjp: the implicit-function derivative of a fixed point
 // -------------------------------
 
@@ -286,26 +348,38 @@ Tensor fixed_point_iterate(const Tensor& a) {
 
 // dx*/da by the implicit function theorem: the adjoint u solves u = ct + u df/dx (another
 // fixed point, found by iteration), and the cotangent of a is u df/da.
+std::tuple<Tensor> fixed_point_bwd(const std::tuple<Tensor, Tensor>& res, const Tensor& ct) {
+  const auto& [a, x] = res;
+  const Tensor s = lanes::sin(a * x);
+  const Tensor dfdx = -a * s, dfda = -x * s;
+  using C = std::tuple<Tensor, Tensor>;  // u, |last step|
+  const Tensor u =
+      std::get<0>(lanes::while_loop([](const C& c) { return std::get<1>(c) > 1e-14; },
+                                    [ct, dfdx](const C& c) {
+                                      const Tensor next = ct + std::get<0>(c) * dfdx;
+                                      return C(next, lanes::abs(next - std::get<0>(c)));
+                                    },
+                                    C(ct, lanes::ones_like(ct))));
+  return std::make_tuple(u * dfda);
+}
+
 const auto fixed_point = lanes::custom_vjp(
     fixed_point_iterate,
     [](const Tensor& a) {
       const Tensor x = fixed_point_iterate(a);
       return std::make_pair(x, std::make_tuple(a, x));
     },
-    [](const std::tuple<Tensor, Tensor>& res, const Tensor& ct) {
-      const auto& [a, x] = res;
-      const Tensor s = lanes::sin(a * x);
-      const Tensor dfdx = -a * s, dfda = -x * s;
-      using C = std::tuple<Tensor, Tensor>;  // u, |last step|
-      const Tensor u =
-          std::get<0>(lanes::while_loop([](const C& c) { return std::get<1>(c) > 1e-14; },
-                                        [ct, dfdx](const C& c) {
-                                          const Tensor next = ct + std::get<0>(c) * dfdx;
-                                          return C(next, lanes::abs(next - std::get<0>(c)));
-                                        },
-                                        C(ct, lanes::ones_like(ct))));
-      return std::make_tuple(u * dfda);
-    });
+    fixed_point_bwd);
+
+const auto fixed_point_opaque =
+    lanes::custom_vjp([](const Tensor& a) { return lanes::stop_gradient(fixed_point_iterate(a)); },
+                      [](const Tensor& a) {
+                        const Tensor x = lanes::stop_gradient(fixed_point_iterate(a));
+                        return std::make_pair(x, std::make_tuple(a, x));
+                      },
+                      [](const std::tuple<Tensor, Tensor>& res, const Tensor& ct) {
+                        return fixed_point_bwd(res, ct);
+                      });
 
 double fixed_point_ref(double a) {
   double x = 0;
@@ -335,6 +409,9 @@ TEST(CustomVjp, FixedPointImplicitDerivative) {
     const double h = 1e-6;
     const double fd = (fixed_point_ref(a + h) - fixed_point_ref(a - h)) / (2 * h);
     EXPECT_NEAR(got, fd, 1e-8) << a;
+    const double opaque =
+        lanes::grad([](const Tensor& v) { return fixed_point_opaque(v); })(at).item<double>();
+    EXPECT_NEAR(opaque, fixed_point_grad_ref(a), 1e-11) << a;
   }
 }
 
@@ -344,6 +421,8 @@ TEST(CustomVjp, FixedPointUnderVmapAndCompile) {
   auto per_example = lanes::vmap(lanes::grad([](const Tensor& a) { return fixed_point(a); }));
   expect_near(per_example(as), want, 1e-11, "vmap(grad)");
   expect_near(lanes::compile(per_example)(as), want, 1e-11, "compile(vmap(grad))");
+  auto opaque = lanes::vmap(lanes::grad([](const Tensor& a) { return fixed_point_opaque(a); }));
+  expect_near(lanes::compile(opaque)(as), want, 1e-11, "compile(vmap(grad)), opaque f");
   auto total = [](const Tensor& a) { return lanes::sum(lanes::vmap(fixed_point)(a)); };
   expect_near(lanes::grad(total)(as), want, 1e-11, "grad(vmap)");
   expect_near(lanes::compile(lanes::grad(total))(as), want, 1e-11, "compile(grad(vmap))");
