@@ -540,7 +540,7 @@ TEST(CustomVmap, DerivativesDifferentiateF) {
     const double dot = (c[0] * r[0] + c[1] * r[1] + c[2] * r[2]) / s;
     for (size_t j = 0; j < 3; ++j) want.push_back((c[j] - dot) / s);
   }
-  // Reverse mode differentiates f (jax has no reverse mode for custom_vmap); the forward value
+  // Reverse mode differentiates f (jax registers no transpose for custom_vmap); the forward value
   // still runs batched by the rule.
   expect_near(lanes::vmap(lanes::grad(loss))(xs), want, 1e-13, "vmap(grad)");
   normalize_rule_calls = 0;

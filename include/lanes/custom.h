@@ -2,14 +2,14 @@
 // (jax.custom_vjp, jax.custom_jvp, jax.custom_batching.custom_vmap; torch.autograd.Function with
 // its vmap staticmethod).
 //
-//     // log1p(exp(x)) whose derivative stays finite where exp(x) overflows
-//     auto softplus = lanes::custom_jvp(
-//         [](const Tensor& x) { return lanes::log1p(lanes::exp(-lanes::abs(x))) + lanes::maximum(x,
-//         0.0); },
-//         [](const auto& p, const auto& t) {
-//           const Tensor& x = std::get<0>(p);
-//           return std::make_pair(..., std::get<0>(t) * lanes::sigmoid(x));
-//         });
+//     // log1p(exp(x)), finite by taking x itself past 30, whose derivative stays finite too
+//     // (the naive one is 0 * inf = NaN at x = 1000, from the branch where() did not take)
+//     auto f = [](const Tensor& x) { return where(x > 30.0, x, log1p(exp(x))); };
+//     auto softplus = lanes::custom_jvp(f, [f](const auto& primals, const auto& tangents) {
+//       const Tensor& x = std::get<0>(primals);
+//       return std::make_pair(f(x), std::get<0>(tangents) * lanes::sigmoid(x));
+//     });
+//     lanes::vmap(lanes::grad(softplus))(xs);   // sigmoid(xs)
 //
 // Each function is traced into a sub-graph held by one node (custom_vjp_call, custom_jvp_call,
 // custom_vmap_call), so every transform applies its rule to the whole construct and they nest in
@@ -28,9 +28,12 @@
 //   computes the batch: in_batched has one flag per argument leaf (a batched leaf holds the
 //   examples at dim 0), out_batched one per output leaf (a batched leaf must hold them at dim 0,
 //   an unbatched one is shared by every example). lanes::explain names the rule where it ran.
-//   Derivatives of a custom_vmap function differentiate f (its derivative's ops batch with lanes'
-//   own rules). Create the custom function once: the rule is identified by the object, and the
-//   vmap and compile caches key on it.
+//   Forward mode of a custom_vmap function is a custom_vmap of f's jvp whose rule is the jvp of
+//   the rule (as jax's), so vmap of jvp and jacfwd still batch through the rule; reverse mode
+//   differentiates f (jax's custom_vmap has no transpose rule), whose cotangent ops batch with
+//   lanes' own rules. Create the custom function once: the rule is identified by the object, and
+//   the vmap and compile caches key on it. The rule runs when a vmap is traced, not on every call
+//   of a cached one.
 // Under vmap, custom_vjp and custom_jvp batch f and their rules with lanes' rules (the rule
 // functions themselves are vmapped), so per-example gradient clipping is a bwd that clips one
 // example's cotangent. Rules may capture tensors; a rule or f that captures a value being

@@ -70,7 +70,7 @@ std::vector<Tensor> CustomVjpCall::vjp(const std::vector<Tensor>& primals,
   return vjp_wanted(primals, cts, outputs, std::vector<bool>(primals.size(), true));
 }
 
-// ---- forward mode: f's own derivative (jax has none for a custom_vjp function) ----------------
+// ---- forward mode: f's own derivative (jax refuses jvp of a custom_vjp function) -----------
 
 std::vector<Tensor> CustomVjpCall::jvp(const std::vector<Tensor>& primals,
                                        const std::vector<Tensor>& tangents,
