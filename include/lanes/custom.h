@@ -36,9 +36,9 @@
 //   of a cached one.
 // Under vmap, custom_vjp and custom_jvp batch f and their rules with lanes' rules (the rule
 // functions themselves are vmapped), so per-example gradient clipping is a bwd that clips one
-// example's cotangent. Rules may capture tensors; a rule or f that captures a value being
-// differentiated (rather than taking it as an argument) is an error that says so, as in jax:
-// the custom rule only gives derivatives of the explicit arguments.
+// example's cotangent. f and the rules may capture tensors: the rules only speak for the
+// explicit arguments, so a value f captures takes f's own derivative (pass it as an argument
+// for the rule to cover it), and what only the rules capture gets none.
 #pragma once
 
 #include <functional>

@@ -81,14 +81,31 @@ std::vector<Tensor> CustomCall::eval(const std::vector<Tensor>& in) const {
   return run(0, inputs_of(0, args(in), in));
 }
 
-void CustomCall::check_no_lifted(const std::vector<bool>& flowing, const char* op,
-                                 const char* what) const {
-  for (size_t j = 0; j < graphs_.size(); ++j)
-    for (size_t i = 0; i < n_lifted_[j]; ++i)
-      check(!flowing[lifted_begin(j) + i], op, ": ", label(j),
-            " captures a value that is being differentiated (", what,
-            "); the custom rule only gives derivatives of the explicit arguments, so pass that "
-            "value as an argument");
+void CustomCall::captured_cotangents(const std::vector<Tensor>& primals,
+                                     const std::vector<Tensor>& cts,
+                                     const std::vector<bool>& wanted,
+                                     std::vector<Tensor>& out) const {
+  const size_t at = lifted_begin(0);
+  std::vector<bool> w(primals.size(), false);
+  bool any = false;
+  for (size_t i = at; i < at + n_lifted_[0]; ++i) any = any || (w[i] = wanted[i]);
+  if (!any) return;
+  const std::vector<Tensor> got = vjp_of_f(primals, cts, w);
+  for (size_t i = at; i < at + n_lifted_[0]; ++i)
+    if (w[i]) out[i] = got[i];
+}
+
+std::vector<Tensor> CustomCall::captured_tangents(const std::vector<Tensor>& primals,
+                                                  const std::vector<Tensor>& tangents) const {
+  const size_t at = lifted_begin(0);
+  std::vector<Tensor> t(primals.size());
+  bool any = false;
+  for (size_t i = at; i < at + n_lifted_[0]; ++i) {
+    t[i] = tangents[i];
+    any = any || t[i].defined();
+  }
+  if (!any) return {};
+  return jvp_of_f(primals, t);
 }
 
 std::vector<Tensor> CustomCall::jvp_of_f(const std::vector<Tensor>& primals,

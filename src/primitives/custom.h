@@ -41,8 +41,17 @@ class CustomCall : public Primitive {
   /// Graph j on its inputs: inlined into the enclosing trace when some input is traced (a
   /// derivative's rule then is ordinary ops every later transform sees), else run optimized.
   std::vector<Tensor> run(size_t j, const std::vector<Tensor>& inputs) const;
-  /// Throws when a derivative would flow into a lifted operand (`what` names the transform).
-  void check_no_lifted(const std::vector<bool>& flowing, const char* op, const char* what) const;
+  /// What the custom rules leave out: the derivatives with respect to the values f captures
+  /// (its lifted operands), which take f's own derivative. `out` (one entry per operand) gets
+  /// the cotangents of f's lifted operands flagged in `wanted`; the rules' own captures get none
+  /// (they only shape residuals and rules). Control flow's reverse mode asks for the cotangents
+  /// of every value a branch or body captures, so this must not throw.
+  void captured_cotangents(const std::vector<Tensor>& primals, const std::vector<Tensor>& cts,
+                           const std::vector<bool>& wanted, std::vector<Tensor>& out) const;
+  /// The tangents of the outputs that come from tangents on f's lifted operands (undefined when
+  /// none has one): added to the rule's.
+  std::vector<Tensor> captured_tangents(const std::vector<Tensor>& primals,
+                                        const std::vector<Tensor>& tangents) const;
   /// f's derivative, for the rules that take it: its jvp (tangents per operand) and vjp.
   std::vector<Tensor> jvp_of_f(const std::vector<Tensor>& primals,
                                const std::vector<Tensor>& tangents) const;

@@ -31,20 +31,20 @@ std::vector<Tensor> primals_and_tangents(const Graph& rule, std::vector<Tensor> 
 std::vector<Tensor> CustomJvpCall::jvp(const std::vector<Tensor>& primals,
                                        const std::vector<Tensor>& tangents,
                                        const std::vector<Tensor>&) const {
-  std::vector<bool> flowing;
-  for (const Tensor& t : tangents) flowing.push_back(t.defined());
-  check_no_lifted(flowing, "custom_jvp", "jvp or jacfwd");
   const std::vector<Tensor> lead =
       primals_and_tangents(*graphs_[1], args(primals), tangents, n_args_);
   const std::vector<Tensor> got = run(1, inputs_of(1, lead, primals));
-  return {got.begin() + int64_t(n_out_), got.end()};
+  std::vector<Tensor> out(got.begin() + int64_t(n_out_), got.end());
+  const std::vector<Tensor> captured = captured_tangents(primals, tangents);
+  for (size_t k = 0; k < captured.size(); ++k)
+    if (captured[k].defined() && is_floating(out[k].dtype())) out[k] = out[k] + captured[k];
+  return out;
 }
 
 std::vector<Tensor> CustomJvpCall::vjp_wanted(const std::vector<Tensor>& primals,
                                               const std::vector<Tensor>& cts,
                                               const std::vector<Tensor>&,
                                               const std::vector<bool>& wanted) const {
-  check_no_lifted(wanted, "custom_jvp", "grad, vjp or jacrev");
   const Graph& rule = *graphs_[1];
   // The rule at zero tangents, differentiated with respect to the tangents: its tangent outputs
   // get the cotangents, its primal outputs none.
@@ -58,6 +58,7 @@ std::vector<Tensor> CustomJvpCall::vjp_wanted(const std::vector<Tensor>& primals
   std::vector<Tensor> out(primals.size());
   for (size_t i = 0; i < n_args_; ++i)
     if (wanted[i]) out[i] = got[n_args_ + i];
+  captured_cotangents(primals, cts, wanted, out);
   return out;
 }
 

@@ -32,7 +32,6 @@ std::vector<Tensor> CustomVjpCall::backward(const std::vector<Tensor>& primals,
                                             const std::vector<Tensor>& cts,
                                             const std::vector<Tensor>& residuals,
                                             const std::vector<bool>& wanted) const {
-  check_no_lifted(wanted, "custom_vjp", "grad, vjp or jacrev");
   const Graph& bwd = *graphs_[2];
   std::vector<Tensor> lead = residuals;
   for (size_t k = 0; k < n_out_; ++k)
@@ -41,6 +40,7 @@ std::vector<Tensor> CustomVjpCall::backward(const std::vector<Tensor>& primals,
   std::vector<Tensor> out(primals.size());
   for (size_t i = 0; i < n_args_; ++i)
     if (wanted[i]) out[i] = got[i];
+  captured_cotangents(primals, cts, wanted, out);
   return out;
 }
 
