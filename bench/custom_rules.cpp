@@ -117,5 +117,15 @@ int main(int argc, char** argv) {
   std::printf("  compile(vmap(grad)), custom_jvp rule  %8.3f\n", t_custom);
   std::printf("  compile(vmap(grad)), plain            %8.3f\n", t_plain);
   std::printf("  ratio custom / plain                  %8.3f\n", t_custom / t_plain);
+  // Eager calls trace f and the rules on every call (as an eager cond traces its branches):
+  // the price of a custom function outside vmap and compile.
+  const Tensor small = lanes::random::normal(keys[1], {1024});
+  const double t_eager_custom = median_ms([&] { return softplus(small); }, 2001) * 1e3;
+  const double t_eager_plain = median_ms([&] { return softplus_plain(small); }, 2001) * 1e3;
+  const double t_eager_vjp = median_ms([&] { return clip_gradient(p); }, 2001) * 1e3;
+  std::printf("eager calls, (1024,) float32 (median us)\n");
+  std::printf("  softplus, custom_jvp          %8.1f\n", t_eager_custom);
+  std::printf("  softplus, plain               %8.1f\n", t_eager_plain);
+  std::printf("  clip_gradient (custom_vjp)    %8.1f\n", t_eager_vjp);
   return 0;
 }
