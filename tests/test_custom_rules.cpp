@@ -322,6 +322,23 @@ const auto times_count = lanes::custom_vjp(
       return std::make_tuple(ct * lanes::cast(n, DType::Float64), lanes::zeros_like(n));
     });
 
+TEST(CustomVjp, UndefinedCotangentIsZero) {
+  const auto first_only = lanes::custom_vjp(
+      [](const Tensor& a, const Tensor& b) { return a * b; },
+      [](const Tensor& a, const Tensor& b) { return std::make_pair(a * b, std::make_tuple(b)); },
+      [](const std::tuple<Tensor>& r, const Tensor& ct) {
+        return std::make_tuple(ct * std::get<0>(r), Tensor());
+      });
+  auto loss = [&](const Tensor& a, const Tensor& b) { return lanes::sum(first_only(a, b)); };
+  const auto [da, db] = lanes::grad(loss, {0, 1})(f64({1, 2}), f64({3, 4}));
+  expect_near(da, {3, 4}, 0, "d/da");
+  expect_near(db, {0, 0}, 0, "d/db (undefined: zero)");
+  const auto [va, vb] =
+      lanes::vmap(lanes::grad(loss, {0, 1}))(stacked({{1, 2}, {5, 6}}), stacked({{3, 4}, {7, 8}}));
+  expect_near(va, {3, 4, 7, 8}, 0, "vmap d/da");
+  expect_near(vb, {0, 0, 0, 0}, 0, "vmap d/db");
+}
+
 TEST(CustomVjp, IntegerArgumentsUnderVmap) {
   const Tensor xs = f64({0.5, 1, 2, 3}), ns = lanes::tensor(std::vector<int32_t>{3, -1, 0, 7}, {4});
   auto one = [](const Tensor& x, const Tensor& n) { return times_count(x, n); };

@@ -16,7 +16,8 @@
 // any order:
 // - custom_vjp(f, fwd, bwd): f runs normally; reverse mode (grad, vjp, jacrev) runs
 //   fwd(args...) -> (out, residuals) forward and bwd(residuals, ct) -> one cotangent per
-//   argument (a tree shaped like it; a tuple for several arguments) backward. Forward mode (jvp,
+//   argument (a tree shaped like it; a tuple for several arguments; an undefined Tensor() leaf
+//   is a zero, as jax's None) backward. Forward mode (jvp,
 //   jacfwd) differentiates f itself: jax refuses here, we take f's derivative, so a hessian
 //   (jacfwd of jacrev) differentiates the custom gradient that bwd computes.
 // - custom_jvp(f, rule): rule(tuple primals, tuple tangents) -> (out, tangent out) gives forward
@@ -113,7 +114,18 @@ class CustomVjp {
     Graph gf = detail::trace<F>(f_, &out, types, args...);
     FwdOut fo{};
     Graph gfwd = detail::trace<Fwd>(fwd_, &fo, types, args...);
-    auto bwd = [this](const Res& r, const Out& ct) { return bwd_(r, ct); };
+    // An undefined cotangent leaf means zero (jax's None): made zeros of the argument's type.
+    auto bwd = [this, &types](const Res& r, const Out& ct) {
+      auto cts = bwd_(r, ct);
+      std::vector<Tensor> leaves = tree::flatten(cts);
+      bool undefined = false;
+      for (size_t i = 0; i < leaves.size() && i < types.size(); ++i)
+        if (!leaves[i].defined()) {
+          leaves[i] = zeros(types[i].shape, types[i].dtype);
+          undefined = true;
+        }
+      return undefined ? tree::rebuild(cts, leaves) : cts;
+    };
     using Cts = std::invoke_result_t<decltype(bwd), const Res&, const Out&>;
     std::vector<TensorType> bwd_types = detail::leaf_types(fo.second);
     for (const TensorType& t : detail::leaf_types(fo.first)) bwd_types.push_back(t);
