@@ -33,6 +33,9 @@ struct Explanation {
   // How each batched cond or while ran: its strategy ("select", "partition", "mask",
   // "compact") and the lane counts behind the choice.
   std::vector<std::string> control_flow;
+  // Whether the outermost chunked vmap ran its batch in chunks: "chunked: 4096 lanes in 32
+  // chunks of 128 (estimated peak 29.8 GiB unchunked, budget 1 GiB)"; empty when it did not.
+  std::string chunking;
   // The custom rules (lanes/custom.h) vmap met: a custom_vmap rule by name, custom_vjp and
   // custom_jvp functions whose rules lanes batched.
   std::vector<std::string> custom_rules;
