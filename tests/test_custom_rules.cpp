@@ -94,6 +94,20 @@ TEST(CustomVmap, RuleRunsAndEqualsTheLoop) {
   expect_near(lanes::vmap(lanes::compile(normalize))(xs), want, 1e-14, "vmap(compile)");
 }
 
+TEST(CustomVmap, ChunkedVmapRunsTheRulePerChunk) {
+  const Tensor xs = stacked(kRows);
+  lanes::VmapOptions o;
+  o.chunk_size = 3;  // chunks of 3 and 1 lanes: the rule sees each size
+  normalize_rule_calls = 0;
+  expect_near(lanes::vmap(normalize, 0, 0, o)(xs), normalized_ref(kRows), 1e-14, "chunked vmap");
+  EXPECT_GE(normalize_rule_calls, 1);
+  auto loss = [](const Tensor& x) { return lanes::sum(softplus(x)); };
+  expect_near(
+      lanes::vmap(lanes::grad(loss), 0, 0, o)(stacked({{1, 2}, {-1, 40}, {0, 3}, {5, 1000}})),
+      {sigmoid_ref(1), sigmoid_ref(2), sigmoid_ref(-1), 1, 0.5, sigmoid_ref(3), sigmoid_ref(5), 1},
+      1e-12, "chunked vmap(grad(custom_jvp))");
+}
+
 TEST(CustomVmap, ExplainNamesTheRule) {
   const Tensor xs = stacked(kRows);
   const lanes::Explanation e = lanes::explain(lanes::vmap(normalize), xs);

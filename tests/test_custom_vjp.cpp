@@ -58,6 +58,11 @@ TEST(CustomVjp, PerExampleClippingUnderVmapAndCompile) {
   }
   auto per_example = lanes::vmap(lanes::grad(clipped_loss), lanes::in_axes(lanes::none, 0, 0));
   expect_near(per_example(w, xs, ys), want, 1e-12, "vmap(grad)");
+  lanes::VmapOptions chunks;
+  chunks.chunk_size = 3;
+  expect_near(lanes::vmap(lanes::grad(clipped_loss), lanes::in_axes(lanes::none, 0, 0), 0, chunks)(
+                  w, xs, ys),
+              want, 1e-12, "chunked vmap(grad)");
   expect_near(lanes::compile(per_example)(w, xs, ys), want, 1e-12, "compile(vmap(grad))");
   // Per-example weights: w mapped too.
   const Tensor ws = stacked({kW, kW, kW, kW});
