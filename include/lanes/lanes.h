@@ -5,6 +5,7 @@
 #include "lanes/autodiff.h"
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
+#include "lanes/custom.h"
 #include "lanes/dtype.h"
 #include "lanes/error.h"
 #include "lanes/explain.h"
