@@ -15,4 +15,5 @@
 #include "lanes/random.h"
 #include "lanes/tensor.h"
 #include "lanes/tree.h"
+#include "lanes/variable.h"
 #include "lanes/vmap.h"
