@@ -90,8 +90,14 @@ void expect_assign_error(const std::function<void()>& f, const std::string& what
 TEST(Variable, AssignInsideATransformIsAnErrorNamingIt) {
   Variable v(lanes::zeros({3}), "weights");
   const Tensor xs = lanes::ones({2, 3});
-  expect_assign_error([&] { lanes::vmap([&](const Tensor& x) { v.assign(x); return x; })(xs); },
-                      "vmap");
+  expect_assign_error(
+      [&] {
+        lanes::vmap([&](const Tensor& x) {
+          v.assign(x);
+          return x;
+        })(xs);
+      },
+      "vmap");
   expect_assign_error(
       [&] {
         lanes::grad([&](const Tensor& x) {
@@ -202,12 +208,47 @@ TEST(VariableThreads, ConcurrentReadsSeeWholeValues) {
 TEST(Variable, ReadInsideAScanBody) {
   Variable step(lanes::full({}, 2.0), "step");
   auto run = lanes::compile([&](const Tensor& x0) {
-    return lanes::fori_loop(0, 5, [&](const Tensor&, const Tensor& x) { return x + step.read(); },
-                            x0);
+    return lanes::fori_loop(
+        0, 5, [&](const Tensor&, const Tensor& x) { return x + step.read(); }, x0);
   });
   EXPECT_EQ(run(lanes::zeros({})).item<float>(), 10.0f);
   step.assign(lanes::full({}, 3.0));
   EXPECT_EQ(run(lanes::zeros({})).item<float>(), 15.0f);
+}
+
+}  // namespace
+
+namespace {
+
+// The README's snippet: per-example gradients over a Variable through dropout, then a step.
+TEST(VariableGrad, ReadmeSnippet) {
+  lanes::random::Generator gen(42);
+  Variable w(lanes::random::normal(lanes::random::key(0), {784, 10}) * 0.01, "w");
+  auto loss = [&](const Tensor& x, const Tensor& y) {
+    const Tensor h = lanes::dropout(lanes::matmul(x, w.read()), 0.1, gen, /*training=*/true);
+    return lanes::softmax_cross_entropy(h, y);
+  };
+  lanes::VmapOptions opt;
+  opt.randomness = lanes::Randomness::Different;
+  auto step = lanes::compile(lanes::vmap(lanes::grad(loss, {w}), 0, 0, opt));
+  const Tensor xs = lanes::random::normal(lanes::random::key(1), {8, 784});
+  const Tensor ys = lanes::random::randint(lanes::random::key(2), {8}, 0, 10);
+  const Tensor w0 = w.read();
+  std::vector<Tensor> g = step(xs, ys);
+  ASSERT_EQ(g[0].shape(), (lanes::Shape{8, 784, 10}));
+  // Example 3 alone, with the generator of its lane.
+  const lanes::random::Key k = lanes::random::fold_in(lanes::random::key(42), 0);
+  const auto lane = lanes::random::Generator::from_key(lanes::random::fold_in(k, 3));
+  auto one = [&](const Tensor& wi) {
+    const Tensor h = lanes::dropout(lanes::matmul(xs[3], wi), 0.1, lane, true);
+    return lanes::softmax_cross_entropy(h, ys[3]);
+  };
+  expect_near(values(g[0][3]), values(lanes::grad(one)(w0)), 1e-5);
+  w.assign_add(lanes::mean(g[0], {0}) * -0.1);
+  EXPECT_EQ(gen.counter(), 1u);
+  g = step(xs, ys);  // reads the new w, draws the next key
+  EXPECT_EQ(gen.counter(), 2u);
+  EXPECT_EQ(step.cache_size(), 1u);
 }
 
 }  // namespace
