@@ -316,3 +316,42 @@ TEST(GeneratorGrad, CategoricalLogitsHaveZeroGradient) {
 }
 
 }  // namespace
+
+namespace {
+
+// A loop body is traced once and runs on every iteration: a Generator draw there is an error
+// (it would repeat its numbers); explicit keys folded with the index are the way.
+TEST(GeneratorLoops, DrawInsideALoopBodyIsAnError) {
+  random::Generator gen(1);
+  auto body = [&](const Tensor&, const Tensor& x) { return x + random::normal(gen, {}); };
+  EXPECT_THROW(lanes::fori_loop(0, 3, body, lanes::zeros({})), lanes::Error);
+  EXPECT_THROW(lanes::while_loop([](const Tensor& x) { return x < 1.0; },
+                                 [&](const Tensor& x) { return x + random::uniform(gen, {}); },
+                                 lanes::zeros({})),
+               lanes::Error);
+  try {
+    lanes::fori_loop(0, 3, body, lanes::zeros({}));
+  } catch (const lanes::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fold_in"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(gen.counter(), 0u);
+  // A draw in a cond branch runs once per call: allowed.
+  const Tensor y = lanes::cond(
+      lanes::full({}, 1.0) > 0.0, [&](const Tensor& x) { return x + random::normal(gen, {}); },
+      [](const Tensor& x) { return x; }, lanes::zeros({}));
+  EXPECT_EQ(gen.counter(), 1u);
+  // Explicit keys folded with the loop index: a different number per iteration.
+  const random::Key k = random::key(5);
+  const Tensor sums = lanes::fori_loop(
+      0, 3,
+      [&](const Tensor& i, const Tensor& x) {
+        return x + random::normal(random::fold_in(k, lanes::cast(i, DType::Int64)), {});
+      },
+      lanes::zeros({}));
+  double want = 0;
+  for (uint64_t i = 0; i < 3; ++i) want += random::normal(random::fold_in(k, i), {}).item<float>();
+  EXPECT_NEAR(sums.item<float>(), want, 1e-5);
+  (void)y;
+}
+
+}  // namespace

@@ -89,6 +89,19 @@ class VmapFrame {
   std::unique_ptr<Frame> frame_;
 };
 
+/// A loop body's trace (RAII): traced once and run on every iteration, so a draw from a Generator
+/// there would repeat its numbers; it is an error naming `loop` (explicit keys are fine).
+class LoopBodyFrame {
+ public:
+  explicit LoopBodyFrame(const char* loop);
+  ~LoopBodyFrame();
+  LoopBodyFrame(const LoopBodyFrame&) = delete;
+  LoopBodyFrame& operator=(const LoopBodyFrame&) = delete;
+
+ private:
+  std::unique_ptr<Frame> frame_;
+};
+
 /// Whether any transform is tracing on this thread (then a Variable may not be assigned).
 bool tracing();
 

@@ -168,6 +168,25 @@ class OverrideState : public Frame {
   std::map<const void*, Tensor> values_;
 };
 
+// ---- loop bodies ------------------------------------------------------------------------------
+
+class LoopBodyState : public Frame {
+ public:
+  explicit LoopBodyState(const char* loop) : loop_(loop) {}
+  Tensor read(const std::shared_ptr<VariableState>& var, size_t below) override {
+    return read_in(var, below);  // the value of the call: the same on every iteration
+  }
+  Tensor next_key(const std::shared_ptr<GeneratorState>&, size_t) override {
+    fail("random::Generator: a draw inside a ", loop_,
+         " body, which is traced once and runs on every iteration, would repeat the same numbers "
+         "each time; draw before the loop, or from an explicit key folded with the loop index "
+         "(random::fold_in(key, i))");
+  }
+
+ private:
+  const char* loop_;
+};
+
 }  // namespace
 
 // ---- public entry points ----------------------------------------------------------------------
@@ -233,6 +252,11 @@ VariableOverride::VariableOverride(const std::vector<std::shared_ptr<VariableSta
   push(frame_.get());
 }
 VariableOverride::~VariableOverride() { pop(frame_.get()); }
+
+LoopBodyFrame::LoopBodyFrame(const char* loop) : frame_(std::make_unique<LoopBodyState>(loop)) {
+  push(frame_.get());
+}
+LoopBodyFrame::~LoopBodyFrame() { pop(frame_.get()); }
 
 void append_hidden(const VmapFrame& frame, std::vector<Tensor>& leaves, VmapPlan& plan) {
   for (const VmapFrame::Hidden& h : frame.hidden()) {
