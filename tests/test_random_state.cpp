@@ -189,9 +189,14 @@ TEST(Randomness, SameGivesEveryLaneOneDraw) {
   for (const DrawRow& row : draw_rows()) {
     random::Generator gen(12);
     auto f = [&](const Tensor& x) { return row.f(gen, x); };
-    const Tensor got = lanes::vmap(f, 0, 0, with(lanes::Randomness::Same))(xs);
+    auto batched = lanes::vmap(f, 0, 0, with(lanes::Randomness::Same));
+    const Tensor got = batched(xs);
     const random::Key k = random::fold_in(random::key(12), 0);
     expect_same(got, loop(row, xs, [&](int64_t) { return k; }), row.name);
+    // Compiled: the next key, read at the call.
+    const Tensor compiled = lanes::compile(batched)(xs);
+    const random::Key k1 = random::fold_in(random::key(12), 1);
+    expect_same(compiled, loop(row, xs, [&](int64_t) { return k1; }), row.name + " compiled");
   }
 }
 
