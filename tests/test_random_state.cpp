@@ -360,3 +360,32 @@ TEST(GeneratorLoops, DrawInsideALoopBodyIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// d/dx sum(c * dropout(x)) = c / (1 - rate) where the element was kept, else 0 (hand-derived;
+// x has no zeros, so the kept elements are the nonzero outputs). jvp agrees; not training, the
+// gradient is c.
+TEST(DropoutGrad, MaskTimesScale) {
+  const Tensor x = random::uniform(random::key(1), {6, 7}, 0.5, 2.0, DType::Float64);
+  const Tensor c = random::normal(random::key(2), {6, 7}, DType::Float64);
+  const random::Key k = random::key(3);
+  for (bool training : {true, false}) {
+    auto f = [&](const Tensor& v) { return lanes::sum(c * lanes::dropout(v, 0.4, k, training)); };
+    const Tensor g = lanes::grad(f)(x);
+    const auto out = lanes::dropout(x, 0.4, k, training).to_vector<double>();
+    const auto cs = c.to_vector<double>();
+    std::vector<double> want(out.size());
+    for (size_t i = 0; i < out.size(); ++i)
+      want[i] = training ? (out[i] != 0 ? cs[i] / (1 - 0.4) : 0.0) : cs[i];
+    expect_near(g.to_vector<double>(), want, 1e-12);
+    const Tensor t =
+        lanes::jvp(f, std::make_tuple(x), std::make_tuple(lanes::ones(x.shape(), DType::Float64)))
+            .second;
+    double dot = 0;
+    for (double w : want) dot += w;
+    EXPECT_NEAR(t.item<double>(), dot, 1e-10);
+  }
+}
+
+}  // namespace
