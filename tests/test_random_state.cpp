@@ -389,3 +389,30 @@ TEST(DropoutGrad, MaskTimesScale) {
 }
 
 }  // namespace
+
+namespace {
+
+// Different is bit-identical whatever the chunk_size (1, 3, B; chunks slice the hidden lane keys
+// like any mapped input), compiled or not, and equal to the per-example loop.
+TEST(Randomness, DifferentIsInvariantToChunkSize) {
+  const Tensor xs = examples();
+  for (const DrawRow& row : draw_rows()) {
+    const random::Key k = random::fold_in(random::key(51), 0);
+    const Tensor want = loop(row, xs, [&](int64_t i) { return random::fold_in(k, uint64_t(i)); });
+    for (int64_t chunk : {int64_t(1), int64_t(3), kBatch}) {
+      for (bool compiled : {false, true}) {
+        random::Generator gen(51);
+        auto f = [&](const Tensor& x) { return row.f(gen, x); };
+        lanes::VmapOptions o = with(lanes::Randomness::Different);
+        o.chunk_size = chunk;
+        auto batched = lanes::vmap(f, 0, 0, o);
+        const Tensor got = compiled ? lanes::compile(batched)(xs) : batched(xs);
+        expect_same(got, want,
+                    row.name + " chunk " + std::to_string(chunk) + (compiled ? " compiled" : ""));
+        EXPECT_EQ(gen.counter(), row.name == "dropout_eval" ? 0u : 1u) << row.name;
+      }
+    }
+  }
+}
+
+}  // namespace
