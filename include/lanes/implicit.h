@@ -13,6 +13,10 @@
 //    unmapped hidden argument, Different feeds lane i the key fold_in(K, i) as a mapped hidden
 //    argument. Draw j of a lane then uses fold_in(lane key, j).
 //  - grad over Variables: their values are the traced values being differentiated.
+//  - a while_loop / scan body: a Variable reads the value of the call; a Generator draw is an
+//    error (the body runs every iteration but is traced once: it would repeat its numbers).
+// Transforms that trace without a frame (grad, jvp, make_graph, cond branches) see the state as
+// it is when they trace, which they do on every call.
 // Frames nest as the transforms do (a thread-local stack); a read asks the innermost frame, which
 // asks those outside it for the value it feeds in, so compile(vmap(f)) reads a Variable once per
 // call and vmap's keys come from compile's counter: the numbers are the same compiled or not.
