@@ -16,4 +16,5 @@
 #include "lanes/random.h"
 #include "lanes/tensor.h"
 #include "lanes/tree.h"
+#include "lanes/variable.h"
 #include "lanes/vmap.h"

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "lanes/graph.h"
+#include "lanes/implicit.h"
 #include "lanes/tree.h"
 
 namespace lanes {
@@ -105,6 +106,8 @@ struct VmapOptions {
   // neither set the budget is default_vmap_memory_budget(), so a vmap that would not fit in
   // memory runs chunked instead of failing. Chunked results equal unchunked ones.
   std::optional<int64_t> max_memory_bytes;
+  // Draws from a random::Generator inside f (lanes/random.h): an error by default.
+  Randomness randomness = Randomness::Error;
 };
 
 /// Half of the machine's physical memory: the budget of a vmap that sets neither chunk_size nor
@@ -193,6 +196,9 @@ class VmapCache {
   std::shared_ptr<State> state_;
 };
 
+/// Appends the hidden arguments f's trace made (lanes/implicit.h) to the leaves and the plan.
+void append_hidden(const VmapFrame& frame, std::vector<Tensor>& leaves, VmapPlan& plan);
+
 /// Whether any leaf is traced (then transforms trace through instead of running).
 bool any_traced(const std::vector<Tensor>& leaves);
 
@@ -244,10 +250,16 @@ class Vmapped {
       ((detail::resolve_axes(args, in_.children()[i], "argument " + std::to_string(i), axes), ++i),
        ...);
     }
-    const detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
+    detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
     using Out = std::invoke_result_t<const F&, const Args&...>;
     Out out{};
-    const Graph g = detail::trace<F>(f_, &out, plan.example_types, args...);
+    // Variables read and Generators drawn from inside f become hidden arguments.
+    const Graph g = [&] {
+      detail::VmapFrame frame(opt_.randomness, plan.size);
+      Graph traced = detail::trace<F>(f_, &out, plan.example_types, args...);
+      detail::append_hidden(frame, leaves, plan);
+      return traced;
+    }();
     std::vector<detail::AxisLeaf> out_axes;
     detail::resolve_axes(out, out_, "output", out_axes);
     // Inside another transform the batched example is recorded into the enclosing trace; on

@@ -39,5 +39,11 @@ class TraceState {
 /// Throws when a traced input belongs to no active trace (it escaped its transform).
 TraceState* owning_trace(const std::vector<Tensor>& inputs);
 
+/// The number of traces active on this thread (the next trace opened gets this depth).
+size_t trace_depth();
+/// A new input of the active trace at `depth`, after the inputs it has (a transform's hidden
+/// argument, lanes/implicit.h); its tracer.
+Tensor add_hidden_input(size_t depth, const TensorType& type);
+
 }  // namespace detail
 }  // namespace lanes
