@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "lanes/collectives.h"
 #include "lanes/graph.h"
 #include "lanes/tree.h"
 
@@ -99,6 +100,9 @@ struct VmapOptions {
   Fallback fallback = Fallback::Warn;
   CondStrategy cond = CondStrategy::Auto;
   LoopStrategy loop = LoopStrategy::Auto;
+  // The name of the mapped axis, for the collectives over it (psum, all_gather, ...:
+  // lanes/collectives.h). Empty: unnamed.
+  std::string axis_name;
 };
 
 namespace detail {
@@ -206,12 +210,17 @@ class Vmapped {
     const detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
     using Out = std::invoke_result_t<const F&, const Args&...>;
     Out out{};
-    const Graph g = detail::trace<F>(f_, &out, plan.example_types, args...);
+    const Graph g = [&] {
+      detail::AxisNameScope axis(opt_.axis_name, plan.size);
+      return detail::trace<F>(f_, &out, plan.example_types, args...);
+    }();
     std::vector<detail::AxisLeaf> out_axes;
     detail::resolve_axes(out, out_, "output", out_axes);
     // Inside another transform the batched example is recorded into the enclosing trace; on
     // concrete inputs it runs optimized, from the cache.
-    if (detail::any_traced(leaves) || !g.captured.empty())
+    // So is one holding collectives over the axes of enclosing vmaps, which only they evaluate.
+    if (detail::any_traced(leaves) || !g.captured.empty() ||
+        detail::reads_other_axes(g, opt_.axis_name))
       return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));
     return tree::rebuild(out, cache_.run(g, leaves, plan, out_axes, opt_));
   }

@@ -70,6 +70,12 @@ TraceState* owning_trace(const std::vector<Tensor>& inputs) {
   return deepest < 0 ? nullptr : active_traces[deepest];
 }
 
+size_t active_trace_count() { return active_traces.size(); }
+
+TraceState* active_trace(size_t depth) {
+  return depth < active_traces.size() ? active_traces[depth] : nullptr;
+}
+
 // ---- TraceScope ---------------------------------------------------------------------------------
 
 TraceScope::TraceScope() : state_(std::make_unique<TraceState>()) {
