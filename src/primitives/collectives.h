@@ -55,6 +55,7 @@ class ShardContext {
   std::string axis;
   int64_t offset = 0;
   int64_t global = 0;
+  std::vector<int64_t> counts;  // lanes per rank
 };
 
 /// The context of the innermost running sharded vmap, or nullptr.
