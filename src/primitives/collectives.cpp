@@ -113,7 +113,8 @@ std::vector<Batched> Collective::combine(const Batched& x, int64_t size) const {
     case Kind::Sum:
     case Kind::Mean: {
       if (!x.mapped())
-        return {{kind_ == Kind::Sum ? x.value * double(global) : x.value, kNotMapped}};
+        return {{kind_ == Kind::Sum ? x.value * scalar(double(global), x.value.dtype()) : x.value,
+                 kNotMapped}};
       Tensor s = sum(x.value, d);
       if (shard) s = shard->allreduce(s, kernels::ReduceOp::Sum);
       return {{kind_ == Kind::Sum ? s : s / double(global), kNotMapped}};
