@@ -23,6 +23,7 @@
 #include "workloads/harness.h"
 #include "workloads/jacobians.h"
 #include "workloads/mapped.h"
+#include "workloads/memory.h"
 #include "workloads/per_example.h"
 
 namespace workloads {
@@ -48,6 +49,7 @@ const std::vector<Workload>& all_workloads() {
       {"mandelbrot", mandelbrot},
       {"power_iter", power_iter},
       {"rnn_scan", rnn_scan},
+      {"perex_grad_norms", perex_grad_norms},
       {"ode_rk4", ode_rk4},
   };
   return all;
@@ -249,6 +251,7 @@ std::optional<Options> parse(int argc, char** argv) {
       o.json_only = true;
     } else if (a == "--quick") {
       o.quick = true;
+      workloads::quick_mode() = true;
     } else {
       std::fprintf(stderr, "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick]\n",
                    argv[0]);

@@ -324,3 +324,45 @@ TEST(AutodiffExtras, HasAux) {
   EXPECT_EQ(gs.to_vector<double>(), (std::vector<double>{18, -1, 2, -4}));
   EXPECT_EQ(std::get<1>(auxs).to_vector<double>(), (std::vector<double>{3, 1}));
 }
+
+// jacrev/jacfwd over a list of argnums (one Jacobian per argument, f traced once) and hessian's
+// nested blocks, against the analytic derivatives of f(x, y) = sum(x^2 y) + sum(sin(x)) y_0.
+TEST(AutodiffExtras, JacobiansAndHessianOverArgnumLists) {
+  using lanes::Tensor;
+  const Tensor x = lanes::tensor(std::vector<double>{0.3, -1.2, 2.0}, {3});
+  const Tensor y = lanes::tensor(std::vector<double>{1.5, -0.5, 0.25}, {3});
+  auto vec = [](const Tensor& x, const Tensor& y) { return x * x * y; };  // elementwise
+  const auto jac = lanes::jacrev(vec, {0, 1});
+  for (int call = 0; call < 3; ++call) {  // the later calls from the Jacobian's cache
+    const std::vector<Tensor> j = jac(x, y);
+    ASSERT_EQ(j.size(), 2u);
+    const auto jx = j[0].to_vector<double>(), jy = j[1].to_vector<double>();
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) {
+        const double xv = x.to_vector<double>()[c], yv = y.to_vector<double>()[c];
+        EXPECT_NEAR(jx[r * 3 + c], r == c ? 2 * xv * yv : 0.0, 1e-12);
+        EXPECT_NEAR(jy[r * 3 + c], r == c ? xv * xv : 0.0, 1e-12);
+      }
+  }
+  const std::vector<Tensor> jf = lanes::jacfwd(vec, {1, 0})(x, y);  // in the order asked
+  EXPECT_EQ(jf[0].to_vector<double>(), lanes::jacrev(vec, 1)(x, y).to_vector<double>());
+  auto f = [](const Tensor& x, const Tensor& y) {
+    return lanes::sum(x * x * y) + lanes::sum(lanes::sin(x)) * y[0];
+  };
+  const auto h = lanes::hessian(f, {0, 1})(x, y);
+  ASSERT_EQ(h.size(), 2u);
+  ASSERT_EQ(h[0].size(), 2u);
+  const auto xv = x.to_vector<double>(), yv = y.to_vector<double>();
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 3; ++k) {
+      // d2f/dx_i dx_k = (2 y_i - sin(x_i) y_0) [i == k]; d2f/dx_i dy_k = 2 x_i [i == k] +
+      // cos(x_i) [k == 0]; d2f/dy dy = 0.
+      const double xx = i == k ? 2 * yv[i] - std::sin(xv[i]) * yv[0] : 0.0;
+      const double xy = (i == k ? 2 * xv[i] : 0.0) + (k == 0 ? std::cos(xv[i]) : 0.0);
+      EXPECT_NEAR(h[0][0].to_vector<double>()[i * 3 + k], xx, 1e-12);
+      EXPECT_NEAR(h[0][1].to_vector<double>()[i * 3 + k], xy, 1e-12);
+      EXPECT_NEAR(h[1][0].to_vector<double>()[k * 3 + i], xy, 1e-12);  // the transpose
+      EXPECT_NEAR(h[1][1].to_vector<double>()[i * 3 + k], 0.0, 1e-12);
+    }
+  EXPECT_THROW(lanes::jacrev(vec, {0, 2})(x, y), lanes::Error);
+}

@@ -17,6 +17,12 @@ namespace workloads {
 using lanes::Shape;
 using lanes::Tensor;
 
+/// Whether the run is a --quick smoke test (CI): a workload too heavy for one may shrink.
+inline bool& quick_mode() {
+  static bool quick = false;
+  return quick;
+}
+
 /// What a variant returns: the leaves of its output tree, in tree order.
 using Outputs = std::vector<Tensor>;
 

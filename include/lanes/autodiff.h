@@ -293,30 +293,52 @@ namespace detail {
 
 /// Jacobian of a graph with one float output with respect to input `leaf` (the others held
 /// fixed): shape output.shape + input.shape. Reverse mode maps vjp over the rows of the identity,
-/// forward mode maps jvp over its columns; both are one vmap, not a loop. `cache` keeps the
-/// batched graphs across calls of one jacrev/jacfwd object; under an enclosing trace the
-/// Jacobian is recorded as one call of a cached body (call_cached).
+/// forward mode maps jvp over its columns; both are one vmap, not a loop (in chunks of `chunk`
+/// rows or columns when set). `cache` keeps the batched graphs across calls of one jacrev/jacfwd
+/// object; under an enclosing trace the Jacobian is recorded as one call of a cached body
+/// (call_cached).
 Tensor jacobian_graph(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                      const VmapCache& cache);
+                      const VmapCache& cache, std::optional<int64_t> chunk = {});
 
-template <bool Reverse, class F>
+}  // namespace detail
+
+/// Options of jacrev, jacfwd and hessian.
+struct JacOptions {
+  // The Jacobian is one vmap over the identity's rows (jacrev) or columns (jacfwd); this many
+  // run at once (torch.func's chunk_size). Unset, the vmap's memory budget decides.
+  std::optional<int64_t> chunk_size;
+};
+
+namespace detail {
+
+/// jacrev / jacfwd: the Jacobian for each of `argnums`, f traced once. `List` returns them all
+/// (argnums given as a list), else the one.
+template <bool Reverse, bool List, class F>
 struct Jacobian {
   F f;
-  int argnum;
+  std::vector<int> argnums;
+  JacOptions options;
   VmapCache cache = VmapCache::for_jacobian();
   template <class... Args>
-  Tensor operator()(const Args&... args) const {
+  auto operator()(const Args&... args) const {
     static_assert((std::is_same_v<Args, Tensor> && ...),
                   "lanes: jacrev/jacfwd/hessian take Tensor arguments");
     static_assert(std::is_same_v<std::invoke_result_t<const F&, const Args&...>, Tensor>,
                   "lanes: jacrev/jacfwd need a function with one Tensor output");
     std::vector<Tensor> inputs{args...};
-    check(argnum >= 0 && argnum < int(inputs.size()), Reverse ? "jacrev" : "jacfwd", ": argnum ",
-          argnum, " out of range for ", inputs.size(), " arguments");
+    for (int a : argnums)
+      check(a >= 0 && a < int(inputs.size()), Reverse ? "jacrev" : "jacfwd", ": argnum ", a,
+            " out of range for ", inputs.size(), " arguments");
     Tensor out;
     const Graph g = trace<F>(f, &out, leaf_types(args...), args...);
     inputs.insert(inputs.end(), g.captured.begin(), g.captured.end());
-    return jacobian_graph(Reverse, g, inputs, argnum, cache);
+    std::vector<Tensor> jacobians;
+    for (int a : argnums)
+      jacobians.push_back(jacobian_graph(Reverse, g, inputs, size_t(a), cache, options.chunk_size));
+    if constexpr (List)
+      return jacobians;
+    else
+      return jacobians[0];
   }
 };
 
@@ -324,13 +346,22 @@ struct Jacobian {
 
 /// Jacobian by reverse mode (jax.jacrev): shape f(x).shape + x.shape.
 template <class F>
-auto jacrev(F f, int argnum = 0) {
-  return detail::Jacobian<true, F>{std::move(f), argnum};
+auto jacrev(F f, int argnum = 0, JacOptions options = {}) {
+  return detail::Jacobian<true, false, F>{std::move(f), {argnum}, options};
+}
+/// Jacobians with respect to each of `argnums` (a std::vector<Tensor>, in that order).
+template <class F>
+auto jacrev(F f, std::vector<int> argnums, JacOptions options = {}) {
+  return detail::Jacobian<true, true, F>{std::move(f), std::move(argnums), options};
 }
 /// Jacobian by forward mode (jax.jacfwd).
 template <class F>
-auto jacfwd(F f, int argnum = 0) {
-  return detail::Jacobian<false, F>{std::move(f), argnum};
+auto jacfwd(F f, int argnum = 0, JacOptions options = {}) {
+  return detail::Jacobian<false, false, F>{std::move(f), {argnum}, options};
+}
+template <class F>
+auto jacfwd(F f, std::vector<int> argnums, JacOptions options = {}) {
+  return detail::Jacobian<false, true, F>{std::move(f), std::move(argnums), options};
 }
 /// Hessian-vector product of a scalar function, forward over reverse (jax's hvp idiom): the jvp
 /// of grad(f) at x in direction v; no Hessian is formed. hvp(f)(x, v) has x's shape.
@@ -356,8 +387,18 @@ auto batch_jacobian(F f) {
 
 /// Hessian of a scalar function: jacfwd(jacrev(f)), shape x.shape + x.shape.
 template <class F>
-auto hessian(F f, int argnum = 0) {
-  return jacfwd(jacrev(std::move(f), argnum), argnum);
+auto hessian(F f, int argnum = 0, JacOptions options = {}) {
+  return jacfwd(jacrev(std::move(f), argnum, options), argnum, options);
+}
+/// The blocks of the Hessian over several arguments (jax's nested result): h[i][j] is the second
+/// derivative with respect to arguments argnums[i] then argnums[j], shape x_i.shape + x_j.shape.
+template <class F>
+auto hessian(F f, std::vector<int> argnums, JacOptions options = {}) {
+  return [f = std::move(f), argnums = std::move(argnums), options](const auto&... args) {
+    std::vector<std::vector<Tensor>> h;
+    for (int i : argnums) h.push_back(jacfwd(jacrev(f, i, options), argnums, options)(args...));
+    return h;
+  };
 }
 
 }  // namespace lanes

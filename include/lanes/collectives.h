@@ -52,6 +52,8 @@ namespace detail {
 /// running such a graph records it into the enclosing trace rather than running it from its
 /// cache, since only the vmap of that axis can evaluate the collective.
 bool reads_other_axes(const Graph& g, const std::string& own);
+/// Whether g (or a sub-graph of it) holds any collective.
+bool has_collectives(const Graph& g);
 
 /// Names the axis of a vmap while it traces its function, with the axis size (over all ranks of
 /// a sharded vmap), so that collectives can check their axis and all_gather knows its shape. An

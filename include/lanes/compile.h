@@ -34,6 +34,11 @@ Graph optimize(const Graph& g);
 /// stacked operands (src/runtime/dot_sums.cpp). Part of optimize.
 Graph merge_dot_sums(const Graph& g);
 
+/// Rewrites the sum of squares of a dot_general's output over its non-batch dims (a per-example
+/// gradient norm) into the Gram matrices of its operands, when those are smaller: the product
+/// never reaches memory (src/runtime/product_norms.cpp). Part of optimize.
+Graph fold_product_norms(const Graph& g);
+
 /// Groups chains of elementwise nodes of one shape into fused_elementwise nodes, each run as one
 /// tiled pass over memory (src/runtime/fusion.cpp). The last step before execution.
 Graph fuse_elementwise(const Graph& g);

@@ -116,6 +116,12 @@ struct VmapOptions {
   Fallback fallback = Fallback::Warn;
   CondStrategy cond = CondStrategy::Auto;
   LoopStrategy loop = LoopStrategy::Auto;
+  // Memory: run the batch in chunks of this many lanes (torch.func's chunk_size) ...
+  std::optional<int64_t> chunk_size;
+  // ... or let vmap pick the largest chunk whose estimated peak memory fits this budget. With
+  // neither set the budget is default_vmap_memory_budget(), so a vmap that would not fit in
+  // memory runs chunked instead of failing. Chunked results equal unchunked ones.
+  std::optional<int64_t> max_memory_bytes;
   // The name of the mapped axis, for the collectives over it (psum, all_gather, ...:
   // lanes/collectives.h). Empty: unnamed.
   std::string axis_name;
@@ -126,6 +132,10 @@ struct VmapOptions {
   // What each rank passes to a sharded vmap and gets back (see ShardInputs).
   ShardInputs shard_inputs = ShardInputs::Whole;
 };
+
+/// Half of the machine's physical memory: the budget of a vmap that sets neither chunk_size nor
+/// max_memory_bytes.
+int64_t default_vmap_memory_budget();
 
 namespace detail {
 
@@ -187,8 +197,20 @@ class VmapCache {
   /// graph, which then holds one, so the passes fold the products of the basis with constants
   /// (a captured W times the identity is W) when the graph is built, not on every call.
   static VmapCache for_jacobian();
+  /// How a call uses the cache. The chunks of a chunked vmap set both: a chunk of a Jacobian's
+  /// basis is not the identity, and every chunk runs the same optimized graph (so the result does
+  /// not depend on which chunk came first).
+  struct Use {
+    bool bake_basis = true;  // false: never bake the last leaf
+    bool build_now = false;  // build the entry on the first call instead of the second
+  };
   std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
-                          const std::vector<AxisLeaf>& out_axes, const VmapOptions& options) const;
+                          const std::vector<AxisLeaf>& out_axes, const VmapOptions& options,
+                          Use use) const;
+  std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& leaves, const VmapPlan& plan,
+                          const std::vector<AxisLeaf>& out_axes, const VmapOptions& options) const {
+    return run(g, leaves, plan, out_axes, options, Use{});
+  }
   /// Batched graphs held now.
   size_t size() const;
 
@@ -199,6 +221,25 @@ class VmapCache {
 
 /// Whether any leaf is traced (then transforms trace through instead of running).
 bool any_traced(const std::vector<Tensor>& leaves);
+
+/// How many lanes of a vmap run at once (src/transforms/chunking.cpp).
+struct ChunkPlan {
+  int64_t chunk = 0;       // the plan's size: one piece
+  bool optimized = false;  // it fits only as the optimized graph: never run the rules eagerly
+};
+/// options.chunk_size, or the most lanes whose estimated peak memory fits
+/// options.max_memory_bytes (or the default budget): estimated from the example graph, then, if
+/// that does not fit, from the optimized one (whose rewrites may never form the largest values).
+/// Tells lanes::explain when it chunks.
+ChunkPlan plan_chunk(const Graph& g, const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
+                     const VmapOptions& options);
+
+/// The vmap run `chunk` lanes at a time: on concrete inputs a loop over the chunks, each from
+/// `cache`, written into the outputs; under a trace (cache null) a scan over the chunks, so
+/// grad and compile see a loop and the compiled graph keeps the memory bound.
+std::vector<Tensor> run_chunked(const Graph& g, const std::vector<Tensor>& leaves,
+                                const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
+                                const VmapOptions& options, int64_t chunk, const VmapCache* cache);
 
 /// The lanes of a sharded vmap: `counts[r]` lanes on rank r, this rank's starting at `offset`.
 struct ShardPlan {
@@ -277,11 +318,23 @@ class Vmapped {
                            detail::run_sharded(g, leaves, plan, *shard, out_axes, opt_, cache_));
     // Inside another transform the batched example is recorded into the enclosing trace; on
     // concrete inputs it runs optimized, from the cache.
-    // So is one holding collectives over the axes of enclosing vmaps, which only they evaluate.
-    if (detail::any_traced(leaves) || !g.captured.empty() ||
-        detail::reads_other_axes(g, opt_.axis_name))
+    const bool traced = detail::any_traced(leaves) || !g.captured.empty();
+    // A graph holding collectives over the axes of enclosing vmaps, which only they evaluate, is
+    // recorded into the enclosing trace too, never run from the cache.
+    const bool foreign = detail::reads_other_axes(g, opt_.axis_name);
+    const detail::ChunkPlan chunks = detail::plan_chunk(g, plan, out_axes, opt_);
+    if (chunks.chunk < plan.size) {
+      // Each chunk would combine only its own lanes.
+      check(!detail::has_collectives(g), "vmap: chunking (VmapOptions::chunk_size or ",
+            "max_memory_bytes) does not yet compose with collectives (psum, all_gather, ...) in ",
+            "the mapped function; run it unchunked");
+      return tree::rebuild(out, detail::run_chunked(g, leaves, plan, out_axes, opt_, chunks.chunk,
+                                                    traced ? nullptr : &cache_));
+    }
+    if (traced || foreign)
       return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));
-    return tree::rebuild(out, cache_.run(g, leaves, plan, out_axes, opt_));
+    return tree::rebuild(out,
+                         cache_.run(g, leaves, plan, out_axes, opt_, {true, chunks.optimized}));
   }
 
   F f_;

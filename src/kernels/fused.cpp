@@ -358,7 +358,8 @@ std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
 
 // The chain reduced over its trailing dims: each output element is one row of the chain's
 // iteration space (the trailing dims, coalesced per input), computed tile by tile into registers
-// and folded into an accumulator; nothing of the chain's full size reaches memory.
+// and fed to a RowReduction, which reduces it in the order the unfused reduction would (so the
+// result does not depend on fusion); nothing of the chain's full size reaches memory.
 Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
                         const std::vector<Tensor>& inputs, ReduceOp op, int64_t reduced_dims) {
   const int32_t nin = int32_t(inputs.size()), nreg = p.num_registers();
@@ -383,6 +384,7 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
   const int64_t grain =
       std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner * int64_t(p.steps.size())));
   parallel_for(outer, grain, [&](int64_t b, int64_t e) {
+    const std::unique_ptr<RowReduction> reduction = make_row_reduction(op, dtype);
     Registers regs(nreg);
     std::vector<const char*>& reg = regs.at;
     std::vector<int64_t> off(inputs.size() + 1), start(inputs.size());
@@ -396,7 +398,6 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
         }
       }
       char* acc = results + o * int64_t(size);
-      reduce_identity(op, dtype, acc);
       for (int64_t row = 0; row < rows; ++row) {
         row_offsets(s, row, off);
         for (int64_t c0 = 0; c0 < len; c0 += kTile) {
@@ -411,9 +412,10 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
             run_step(p.steps[k], reg, regs.buffer(nin + int32_t(k)), n);
             reg[nin + k] = regs.buffer(nin + int32_t(k));
           }
-          reduce_into(op, dtype, reg[p.outputs[0]], n, acc);
+          reduction->feed(reg[p.outputs[0]], n);
         }
       }
+      reduction->finish(acc);
     }
   });
   return out;

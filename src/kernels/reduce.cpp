@@ -672,32 +672,52 @@ void with_reduce_op(ReduceOp op, F&& f) {
 }
 }  // namespace
 
-void reduce_into(ReduceOp op, DType dtype, const void* p, int64_t n, void* acc) {
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    with_reduce_op(op, [&](auto o) {
-      using Op = decltype(o);
-      T& a = *static_cast<T*>(acc);
-      a = Op::apply(a, reduce_contiguous<Op>(static_cast<const T*>(p), n));
-    });
-  };
-  check(dtype == DType::Float32 || dtype == DType::Float64, "reduce_into: float dtypes only");
-  if (dtype == DType::Float32)
-    run(float{});
-  else
-    run(double{});
-}
+namespace {
 
-void reduce_identity(ReduceOp op, DType dtype, void* acc) {
-  auto run = [&](auto tag) {
+template <class Op, class T>
+class RowReductionOf final : public RowReduction {
+ public:
+  void feed(const void* p, int64_t n) override {
+    for (const T* x = static_cast<const T*>(p); n > 0;) {
+      const int64_t take = std::min(n, kBlock - filled_);
+      std::copy(x, x + take, block_.begin() + filled_);
+      filled_ += take;
+      x += take;
+      n -= take;
+      if (filled_ == kBlock) flush();
+    }
+  }
+  void finish(void* out) override {
+    if (filled_ > 0) flush();
+    *static_cast<T*>(out) = cascade_.finish();
+  }
+
+ private:
+  // A leaf of reduce_rows: one block of kBlock values (the row's last may be shorter).
+  void flush() {
+    cascade_.push(reduce_contiguous<Op>(block_.data(), filled_));
+    filled_ = 0;
+  }
+  Cascade<Op, T> cascade_;
+  std::array<T, kBlock> block_;
+  int64_t filled_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<RowReduction> make_row_reduction(ReduceOp op, DType dtype) {
+  check(dtype == DType::Float32 || dtype == DType::Float64,
+        "make_row_reduction: float dtypes only");
+  std::unique_ptr<RowReduction> out;
+  auto make = [&](auto tag) {
     using T = decltype(tag);
-    with_reduce_op(op,
-                   [&](auto o) { *static_cast<T*>(acc) = decltype(o)::template identity<T>(); });
+    with_reduce_op(op, [&](auto o) { out = std::make_unique<RowReductionOf<decltype(o), T>>(); });
   };
   if (dtype == DType::Float32)
-    run(float{});
+    make(float{});
   else
-    run(double{});
+    make(double{});
+  return out;
 }
 
 Tensor arg_reduce(ArgReduceOp op, const Tensor& x, int64_t axis) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "lanes/tensor.h"
@@ -30,10 +31,19 @@ const char* arg_reduce_name(ArgReduceOp op);
 /// dtype. An empty reduction gives the identity (0, 1, the lowest or highest value).
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& axes);
 
-/// *acc = op(*acc, op over p[0, n)) for n contiguous float32/float64 values of `dtype` (a fused
-/// chain's tail reduction, tile by tile). `identity` writes op's identity to *acc instead.
-void reduce_into(ReduceOp op, DType dtype, const void* p, int64_t n, void* acc);
-void reduce_identity(ReduceOp op, DType dtype, void* acc);
+/// One reduction of float32/float64 values fed in pieces, reduced exactly as reduce() reduces a
+/// contiguous row of the same values (the same blocks and pairwise tree). A fused chain's tail
+/// reduction (kernels/fused.cpp) feeds its row tile by tile, so fusing a reduction, or how many
+/// outputs share the pass, never changes a result.
+class RowReduction {
+ public:
+  virtual ~RowReduction() = default;
+  /// The next n contiguous values of the row.
+  virtual void feed(const void* p, int64_t n) = 0;
+  /// Writes the row's result to *out and starts the next row.
+  virtual void finish(void* out) = 0;
+};
+std::unique_ptr<RowReduction> make_row_reduction(ReduceOp op, DType dtype);
 
 /// Int64 index of the first maximum (minimum) along `axis`, whose size must be > 0; a NaN counts
 /// as the extreme (numpy). The output drops `axis`.

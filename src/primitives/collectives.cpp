@@ -27,6 +27,16 @@ bool reads_other_axes(const Graph& g, const std::string& own) {
   return false;
 }
 
+bool has_collectives(const Graph& g) {
+  if (has_calls(g)) return has_collectives(inline_calls(g));
+  for (const Node& n : g.nodes) {
+    if (n.prim->axis_name()) return true;
+    for (const auto& [label, sub] : n.prim->subgraphs())
+      if (has_collectives(*sub)) return true;
+  }
+  return false;
+}
+
 }  // namespace lanes::detail
 
 namespace lanes::prim {

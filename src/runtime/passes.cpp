@@ -565,7 +565,7 @@ Graph optimize(const Graph& g) {
   // merged sums often coincide, so CSE runs again.
   if (merged.nodes.size() != out.nodes.size())
     out = Rewriter(eliminate_dead_code(std::move(merged))).run();
-  return eliminate_dead_code(std::move(out));
+  return eliminate_dead_code(fold_product_norms(out));
 }
 
 }  // namespace lanes::detail

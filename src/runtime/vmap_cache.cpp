@@ -89,10 +89,10 @@ size_t VmapCache::size() const {
 
 std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& leaves,
                                    const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
-                                   const VmapOptions& options) const {
+                                   const VmapOptions& options, Use use) const {
   State& s = *state_;
   const bool bake =
-      s.identity_last && !leaves.empty() &&
+      use.bake_basis && s.identity_last && !leaves.empty() &&
       size_t(leaves.back().numel()) * dtype_size(leaves.back().dtype()) <= kMaxBakedBasisBytes;
   const std::string key = graph_key(g, leaves, plan, out_axes, options, bake);
   std::shared_ptr<const Entry> entry;
@@ -101,7 +101,7 @@ std::vector<Tensor> VmapCache::run(const Graph& g, const std::vector<Tensor>& le
     std::lock_guard<std::mutex> lock(s.mutex);
     if (auto it = s.entries.map.find(key); it != s.entries.map.end()) {
       entry = it->second;
-    } else if (!s.seen.map.count(key)) {
+    } else if (!use.build_now && !s.seen.map.count(key)) {
       s.seen.add(key, Seen{}, kSeen);
       first_sighting = true;
     }

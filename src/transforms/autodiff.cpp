@@ -328,7 +328,7 @@ Tensor identity_basis(int64_t n, DType dtype, const Shape& shape) {
 // basis) of the identity. The vmap traces one call whose body is cached for g, so its own cache
 // keys one node rather than the derivative of every node of f.
 Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                   const VmapCache& cache) {
+                   const VmapCache& cache, std::optional<int64_t> chunk) {
   const char* name = reverse ? "jacrev" : "jacfwd";
   check(g.outputs.size() == 1 && is_floating(g.types[g.outputs[0]].dtype), name,
         ": the function must return one float tensor");
@@ -339,6 +339,7 @@ Tensor jacobian_of(bool reverse, const Graph& g, const std::vector<Tensor>& inpu
   const TensorType mapped = reverse ? y : TensorType{x.shape(), x.dtype()};
   VmapOptions options;
   options.axis_size = shape_numel(mapped.shape);
+  options.chunk_size = chunk;
   // The body's inputs are g's, then the row or column of the identity.
   auto slice = [leaf, reverse](const Graph& body_g, const std::vector<Tensor>& args) {
     const std::vector<Tensor> primals(args.begin(), args.end() - 1);
@@ -480,11 +481,12 @@ std::vector<Tensor> value_and_grad_graph(Graph g, const std::vector<Tensor>& inp
 }
 
 Tensor jacobian_graph(bool reverse, const Graph& g, const std::vector<Tensor>& inputs, size_t leaf,
-                      const VmapCache& cache) {
-  if (!any_traced(inputs)) return jacobian_of(reverse, g, inputs, leaf, cache);
-  const std::string tag = (reverse ? "jacrev:" : "jacfwd:") + std::to_string(leaf);
+                      const VmapCache& cache, std::optional<int64_t> chunk) {
+  if (!any_traced(inputs)) return jacobian_of(reverse, g, inputs, leaf, cache, chunk);
+  const std::string tag = (reverse ? "jacrev:" : "jacfwd:") + std::to_string(leaf) +
+                          (chunk ? ":chunk" + std::to_string(*chunk) : "");
   auto body = [&](const Graph& body_g, const std::vector<Tensor>& args) {
-    return std::vector<Tensor>{jacobian_of(reverse, body_g, args, leaf, cache)};
+    return std::vector<Tensor>{jacobian_of(reverse, body_g, args, leaf, cache, chunk)};
   };
   return call_cached(g, inputs, tag, body)[0];
 }

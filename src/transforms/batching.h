@@ -48,6 +48,8 @@ void note_broadcast(const std::string& prim, const Shape& shape, DType dtype, bo
 void note_fallback(const std::string& prim);
 /// Reports to lanes::explain how a batched cond or while ran: "cond: partition (...)".
 void note_control_flow(const std::string& what);
+/// Reports to lanes::explain that a vmap ran its batch in chunks, and why.
+void note_chunking(const std::string& what);
 
 }  // namespace lanes::batching
 
@@ -56,6 +58,8 @@ class VmapRecord;
 /// The core of vmap: runs g's batching rules on inputs holding `size` examples (each with its
 /// batch dim, or unmapped) and returns the outputs with theirs. Ops on traced inputs record,
 /// which is how a control-flow primitive batches its sub-graphs.
+/// Per node of g, whether some output of g depends on it (batching skips the others).
+std::vector<bool> live_nodes(const Graph& g);
 std::vector<Batched> batch_graph(const Graph& g, std::vector<Batched> inputs, int64_t size,
                                  VmapRecord* record = nullptr);
 }  // namespace lanes::detail

@@ -54,6 +54,9 @@ void note_fallback(const std::string& prim) {
 void note_control_flow(const std::string& what) {
   if (recording) recording->control_flow.push_back(what);
 }
+void note_chunking(const std::string& what) {
+  if (recording && recording->chunking.empty()) recording->chunking = what;
+}
 }  // namespace batching
 
 std::ostream& operator<<(std::ostream& os, const Explanation& e) {
@@ -77,6 +80,7 @@ std::ostream& operator<<(std::ostream& os, const Explanation& e) {
   os << "\nmaterialized: " << e.materialized_bytes() << " bytes\ncontrol flow: ";
   if (e.control_flow.empty()) os << "none";
   for (const auto& c : e.control_flow) os << "\n  " << c;
+  os << "\nmemory: " << (e.chunking.empty() ? "one piece" : e.chunking);
   os << "\nfallbacks: ";
   if (e.fallbacks.empty()) os << "none";
   for (const auto& f : e.fallbacks) os << f << ' ';

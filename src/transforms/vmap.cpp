@@ -151,6 +151,8 @@ Tensor place_output(const Batched& y, const AxisLeaf& out, int64_t size) {
   return batching::align_batch({y}, size, to)[0];
 }
 
+}  // namespace
+
 // Per node, whether some output of the graph depends on it. A vjp rule returns the cotangent of
 // every operand and the backward pass keeps only those of differentiated inputs, so the traced
 // backward pass holds dead nodes: under jacrev (vmap of a vjp) they are the cotangents of the
@@ -167,8 +169,6 @@ std::vector<bool> live_nodes(const Graph& g) {
   return live;
 }
 
-}  // namespace
-
 std::vector<Batched> batch_graph(const Graph& g, std::vector<Batched> inputs, int64_t size,
                                  VmapRecord* record) {
   if (has_calls(g)) return batch_graph(inline_calls(g), std::move(inputs), size, record);
@@ -180,6 +180,16 @@ std::vector<Batched> batch_graph(const Graph& g, std::vector<Batched> inputs, in
   std::vector<Batched> args;
   std::vector<Tensor> plain;
   const std::vector<bool> live = live_nodes(g);
+  // On concrete inputs each value is dropped after its last use, as the executor does, so the
+  // eager run of a batch (a vmap's first call, every chunk of a chunked one) holds no more than
+  // the optimized one would.
+  std::vector<int64_t> last_use(g.types.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (live[i])
+      for (ValueId v : g.nodes[i].inputs) last_use[v] = int64_t(i);
+  for (ValueId v : g.outputs) last_use[v] = int64_t(g.nodes.size());
+  if (record)
+    for (size_t i = 0; i < g.inputs.size(); ++i) record->value(g.inputs[i], env[g.inputs[i]].dim);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!live[i]) continue;
     const Node& n = g.nodes[i];
@@ -201,13 +211,15 @@ std::vector<Batched> batch_graph(const Graph& g, std::vector<Batched> inputs, in
         fail(describe(*n.prim), ": batching rule gave ", outs.size(), " outputs, expected ",
              n.outputs.size());
     }
-    for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (record) record->value(n.outputs[k], outs[k].dim);
+      env[n.outputs[k]] = std::move(outs[k]);
+    }
+    for (ValueId v : n.inputs)
+      if (last_use[v] == int64_t(i) && !env[v].value.is_tracer()) env[v] = {};
   }
   std::vector<Batched> outputs;
   for (ValueId v : g.outputs) outputs.push_back(env[v]);
-  if (record)
-    for (size_t i = 0; i < g.types.size(); ++i)
-      if (env[i].value.defined()) record->value(ValueId(i), env[i].dim);
   return outputs;
 }
 
