@@ -3,6 +3,7 @@
 
 #include "lanes/array_ops.h"
 #include "lanes/autodiff.h"
+#include "lanes/collectives.h"
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
 #include "lanes/custom.h"

@@ -81,6 +81,10 @@ Tensor add_hidden_input(size_t depth, const TensorType& type) {
   return s.tracer(v);
 }
 
+TraceState* active_trace(size_t depth) {
+  return depth < active_traces.size() ? active_traces[depth] : nullptr;
+}
+
 // ---- TraceScope ---------------------------------------------------------------------------------
 
 TraceScope::TraceScope() : state_(std::make_unique<TraceState>()) {
