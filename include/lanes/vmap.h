@@ -309,22 +309,17 @@ class Vmapped {
        ...);
     }
     detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
-    using Out = std::invoke_result_t<const F&, const Args&...>;
-    Out out{};
-    // Variables read and Generators drawn from inside f become hidden arguments.
-    const Graph g = [&] {
-      detail::VmapFrame frame(opt_.randomness, plan.size);
-      Graph traced = detail::trace<F>(f_, &out, plan.example_types, args...);
-      detail::append_hidden(frame, leaves, plan);
-      return traced;
-    const detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
     // A sharded vmap agrees with the other ranks on the lanes each one runs.
     const std::optional<detail::ShardPlan> shard = detail::plan_shard(plan, opt_);
     using Out = std::invoke_result_t<const F&, const Args&...>;
     Out out{};
+    // Variables read and Generators drawn from inside f become hidden arguments.
     const Graph g = [&] {
       detail::AxisNameScope axis(opt_.axis_name, shard ? shard->global : plan.size);
-      return detail::trace<F>(f_, &out, plan.example_types, args...);
+      detail::VmapFrame frame(opt_.randomness, plan.size);
+      Graph traced = detail::trace<F>(f_, &out, plan.example_types, args...);
+      detail::append_hidden(frame, leaves, plan);
+      return traced;
     }();
     std::vector<detail::AxisLeaf> out_axes;
     detail::resolve_axes(out, out_, "output", out_axes);
