@@ -11,3 +11,8 @@ set(_lanes_openblas_dir /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp)
 set(BLA_VENDOR OpenBLAS)
 list(PREPEND CMAKE_LIBRARY_PATH ${_lanes_openblas_dir})
 find_dependency(BLAS)
+
+# MPI, when lanes was built with LANES_WITH_MPI (set by the build, and by lanesConfig.cmake).
+if(LANES_WITH_MPI)
+  find_dependency(MPI COMPONENTS CXX)
+endif()

@@ -3,6 +3,7 @@
 
 #include "lanes/array_ops.h"
 #include "lanes/autodiff.h"
+#include "lanes/collectives.h"
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
 #include "lanes/custom.h"
@@ -16,4 +17,5 @@
 #include "lanes/random.h"
 #include "lanes/tensor.h"
 #include "lanes/tree.h"
+#include "lanes/variable.h"
 #include "lanes/vmap.h"

@@ -117,6 +117,18 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
     return vjp_wanted(primals, cotangents, outputs, wanted);
   }
 
+  /// The named mapped axis a collective (psum, all_gather, axis_index, ...) works over; nullptr
+  /// for every other primitive. bind records a collective into a trace even when no input is
+  /// traced, and vmap runs its batching rule even when no input is mapped: only the vmap that
+  /// owns the axis can evaluate it (src/primitives/collectives.cpp).
+  virtual const std::string* axis_name() const { return nullptr; }
+
+  /// Whether the primitive communicates with other processes (the MPI collectives of a sharded
+  /// vmap): every process must run the same sequence of them, whatever its data. So bind records
+  /// it whenever a trace is active, even on concrete inputs, and the graph passes never fold,
+  /// merge or drop it; eager and compiled runs then communicate in the same order.
+  virtual bool has_effects() const { return false; }
+
   virtual std::vector<Tensor> vjp_wanted(const std::vector<Tensor>& primals,
                                          const std::vector<Tensor>& cotangents,
                                          const std::vector<Tensor>& outputs,

@@ -16,6 +16,7 @@
 // inputs).
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -23,7 +24,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "lanes/collectives.h"
 #include "lanes/graph.h"
+#include "lanes/implicit.h"
 #include "lanes/tree.h"
 
 namespace lanes {
@@ -94,6 +97,21 @@ enum class LoopStrategy {
   Compact,  // gather the active lanes into a smaller batch as soon as some finish (tf pfor)
 };
 
+namespace distributed {
+class Communicator;
+}
+
+/// What the ranks of a sharded vmap (VmapOptions::shard) pass in and get back.
+enum class ShardInputs {
+  // Every rank passes the whole batch and gets the whole result, as an unsharded vmap returns
+  // it; rank r runs lanes [r * B / n, (r + 1) * B / n) (sizes differ by at most one), and mapped
+  // outputs are gathered from every rank (MPI_Allgatherv).
+  Whole,
+  // Each rank passes only its own lanes (any number, also none) and gets its own lanes'
+  // outputs; the axis is the ranks' lanes in rank order (axis_index counts from the first).
+  Local,
+};
+
 struct VmapOptions {
   std::optional<int64_t> axis_size;  // the batch size when no argument is mapped
   Fallback fallback = Fallback::Warn;
@@ -105,6 +123,17 @@ struct VmapOptions {
   // neither set the budget is default_vmap_memory_budget(), so a vmap that would not fit in
   // memory runs chunked instead of failing. Chunked results equal unchunked ones.
   std::optional<int64_t> max_memory_bytes;
+  // Draws from a random::Generator inside f (lanes/random.h): an error by default.
+  Randomness randomness = Randomness::Error;
+  // The name of the mapped axis, for the collectives over it (psum, all_gather, ...:
+  // lanes/collectives.h). Empty: unnamed.
+  std::string axis_name;
+  // Shards the mapped axis across the ranks of this communicator (lanes/distributed.h; null: not
+  // sharded): each rank runs its lanes with the ordinary vmap, and the collectives over
+  // axis_name combine the lanes of every rank through MPI.
+  std::shared_ptr<const distributed::Communicator> shard;
+  // What each rank passes to a sharded vmap and gets back (see ShardInputs).
+  ShardInputs shard_inputs = ShardInputs::Whole;
 };
 
 /// Half of the machine's physical memory: the budget of a vmap that sets neither chunk_size nor
@@ -193,6 +222,9 @@ class VmapCache {
   std::shared_ptr<State> state_;
 };
 
+/// Appends the hidden arguments f's trace made (lanes/implicit.h) to the leaves and the plan.
+void append_hidden(const VmapFrame& frame, std::vector<Tensor>& leaves, VmapPlan& plan);
+
 /// Whether any leaf is traced (then transforms trace through instead of running).
 bool any_traced(const std::vector<Tensor>& leaves);
 
@@ -215,6 +247,25 @@ std::vector<Tensor> run_chunked(const Graph& g, const std::vector<Tensor>& leave
                                 const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                                 const VmapOptions& options, int64_t chunk, const VmapCache* cache);
 
+/// The lanes of a sharded vmap: `counts[r]` lanes on rank r, this rank's starting at `offset`.
+struct ShardPlan {
+  int64_t global = 0;
+  int64_t offset = 0;
+  std::vector<int64_t> counts;
+};
+/// For a sharded vmap (options.shard), the lanes of each rank, agreed with the other ranks (a
+/// collective: every rank calls it); nullopt otherwise (src/distributed/).
+std::optional<ShardPlan> plan_shard(const VmapPlan& plan, const VmapOptions& options);
+/// Runs this rank's lanes with the ordinary vmap (from `cache` on concrete inputs), its
+/// collectives spanning every rank; ShardInputs::Whole gathers the mapped outputs.
+std::vector<Tensor> run_sharded(const Graph& g, const std::vector<Tensor>& leaves,
+                                const VmapPlan& plan, const ShardPlan& shard,
+                                const std::vector<AxisLeaf>& out_axes, const VmapOptions& options,
+                                const VmapCache& cache);
+/// Runs body; when it throws on some rank, every rank of options.shard throws (the others at
+/// their next collective or at the agreement this makes after body), so that none waits forever.
+void sharded_call(const VmapOptions& options, const std::function<void()>& body);
+
 }  // namespace detail
 
 template <class F>
@@ -231,6 +282,19 @@ class Vmapped {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
+    if (!opt_.shard) return call(args...);
+    // Sharded across ranks: when one rank raises, every rank raises (lanes/distributed.h).
+    std::optional<decltype(call(args...))> result;
+    detail::sharded_call(opt_, [&] { result.emplace(call(args...)); });
+    return std::move(*result);
+  }
+
+  /// Batched graphs cached for concrete calls (see detail::VmapCache).
+  size_t cache_size() const { return cache_.size(); }
+
+ private:
+  template <class... Args>
+  auto call(const Args&... args) const {
     std::vector<Tensor> leaves;
     (tree::flatten(args, leaves), ...);
     std::vector<detail::AxisLeaf> axes;
@@ -244,28 +308,45 @@ class Vmapped {
       ((detail::resolve_axes(args, in_.children()[i], "argument " + std::to_string(i), axes), ++i),
        ...);
     }
-    const detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
+    detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
+    // A sharded vmap agrees with the other ranks on the lanes each one runs.
+    const std::optional<detail::ShardPlan> shard = detail::plan_shard(plan, opt_);
     using Out = std::invoke_result_t<const F&, const Args&...>;
     Out out{};
-    const Graph g = detail::trace<F>(f_, &out, plan.example_types, args...);
+    // Variables read and Generators drawn from inside f become hidden arguments.
+    const Graph g = [&] {
+      detail::AxisNameScope axis(opt_.axis_name, shard ? shard->global : plan.size);
+      detail::VmapFrame frame(opt_.randomness, plan.size);
+      Graph traced = detail::trace<F>(f_, &out, plan.example_types, args...);
+      detail::append_hidden(frame, leaves, plan);
+      return traced;
+    }();
     std::vector<detail::AxisLeaf> out_axes;
     detail::resolve_axes(out, out_, "output", out_axes);
+    if (shard)
+      return tree::rebuild(out,
+                           detail::run_sharded(g, leaves, plan, *shard, out_axes, opt_, cache_));
     // Inside another transform the batched example is recorded into the enclosing trace; on
     // concrete inputs it runs optimized, from the cache.
     const bool traced = detail::any_traced(leaves) || !g.captured.empty();
+    // A graph holding collectives over the axes of enclosing vmaps, which only they evaluate, is
+    // recorded into the enclosing trace too, never run from the cache.
+    const bool foreign = detail::reads_other_axes(g, opt_.axis_name);
     const detail::ChunkPlan chunks = detail::plan_chunk(g, plan, out_axes, opt_);
-    if (chunks.chunk < plan.size)
+    if (chunks.chunk < plan.size) {
+      // Each chunk would combine only its own lanes.
+      check(!detail::has_collectives(g), "vmap: chunking (VmapOptions::chunk_size or ",
+            "max_memory_bytes) does not yet compose with collectives (psum, all_gather, ...) in ",
+            "the mapped function; run it unchunked");
       return tree::rebuild(out, detail::run_chunked(g, leaves, plan, out_axes, opt_, chunks.chunk,
                                                     traced ? nullptr : &cache_));
-    if (traced) return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));
+    }
+    if (traced || foreign)
+      return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));
     return tree::rebuild(out,
                          cache_.run(g, leaves, plan, out_axes, opt_, {true, chunks.optimized}));
   }
 
-  /// Batched graphs cached for concrete calls (see detail::VmapCache).
-  size_t cache_size() const { return cache_.size(); }
-
- private:
   F f_;
   AxisSpec in_, out_;
   VmapOptions opt_;

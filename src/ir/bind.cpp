@@ -46,8 +46,12 @@ std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& in
   // or an element count that wrapped around.
   for (const TensorType& t : out_types)
     if (!shape_fits(t.shape, t.dtype)) check_shape(t.shape, t.dtype, prim->name().c_str());
-  if (detail::TraceState* trace = detail::owning_trace(inputs))
-    return trace->record(prim, inputs, std::move(out_types));
+  detail::TraceState* trace = detail::owning_trace(inputs);
+  if (const std::string* axis = prim->axis_name())
+    trace = detail::collective_trace(*prim, *axis, trace);
+  if (!trace && prim->has_effects() && detail::trace_depth() > 0)
+    trace = detail::active_trace(detail::trace_depth() - 1);
+  if (trace) return trace->record(prim, inputs, std::move(out_types));
   std::vector<Tensor> outputs = prim->eval(inputs);
 #ifndef NDEBUG
   // The shape rule and the kernel must agree; a mismatch is a bug in lanes, not bad input.
@@ -71,7 +75,7 @@ std::vector<Tensor> replay(const Graph& g, const Node& n, const std::vector<Tens
     const TensorType& t = g.types[n.inputs[i]];
     same_types = args[i].defined() && args[i].dtype() == t.dtype && args[i].shape() == t.shape;
   }
-  if (!same_types) return bind(n.prim, args);
+  if (!same_types || n.prim->axis_name()) return bind(n.prim, args);
   std::vector<TensorType> out_types;
   out_types.reserve(n.outputs.size());
   for (ValueId v : n.outputs) out_types.push_back(g.types[v]);

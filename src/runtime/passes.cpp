@@ -463,6 +463,8 @@ class Rewriter final : public GraphView {
   // The values computing prim(ins), whose types are `types`: found, folded, rewritten or new.
   std::vector<ValueId> add(const PrimitivePtr& prim, const std::vector<ValueId>& ins,
                            const std::vector<TensorType>& types) {
+    // A communicating node runs as it is, on every process (Primitive::has_effects).
+    if (prim->has_effects()) return emit(prim, ins, types);
     const std::string key = cse_key(*prim, ins);
     if (auto it = seen_.find(key); it != seen_.end()) return it->second;
     std::vector<ValueId> outs = fold(*prim, ins, types);
@@ -545,7 +547,7 @@ Graph eliminate_dead_code(Graph g) {
   for (auto it = g.nodes.rbegin(); it != g.nodes.rend(); ++it) {
     bool used = false;
     for (ValueId v : it->outputs) used = used || live[v];
-    if (!used) continue;
+    if (!used && !it->prim->has_effects()) continue;
     for (ValueId v : it->inputs) live[v] = true;
     kept.push_back(std::move(*it));
   }

@@ -12,6 +12,7 @@
 #include "ir/graph_key.h"
 #include "lanes/compile.h"
 #include "lanes/vmap.h"
+#include "primitives/collectives.h"
 
 namespace lanes::detail {
 
@@ -38,6 +39,10 @@ std::string graph_key(const Graph& g, const std::vector<Tensor>& leaves, const V
   w.add(options.fallback == Fallback::Error);
   w.add(static_cast<int64_t>(options.cond));  // control-flow nodes carry their strategy
   w.add(static_cast<int64_t>(options.loop));
+  if (const ShardContext* shard = current_shard()) {  // a sharded vmap's offset and counts
+    w.add(shard->offset);
+    for (int64_t n : shard->counts) w.add(n);
+  }
   w.add(g);
   return std::move(w.key);
 }

@@ -20,6 +20,16 @@ struct OptionsScope {
   OptionsScope& operator=(const OptionsScope&) = delete;
 };
 
+/// Marks the batching of a control-flow sub-graph (a cond's branches, a loop's body) while it
+/// lives: collectives over the vmap's own axis cannot sit there (lanes/collectives.h).
+struct SubgraphScope {
+  SubgraphScope();
+  ~SubgraphScope();
+  SubgraphScope(const SubgraphScope&) = delete;
+  SubgraphScope& operator=(const SubgraphScope&) = delete;
+};
+bool batching_subgraph();
+
 /// x's value with its batch dim moved to `to` (a view; x must be mapped).
 Tensor move_batch_dim(const Batched& x, int64_t to);
 /// x's value with the batch at dim 0; an unmapped x is broadcast to `size` examples (a

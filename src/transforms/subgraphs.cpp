@@ -136,6 +136,7 @@ BatchedGraph batch_subgraph(const Graph& g, const std::vector<bool>& in_mapped, 
                             const std::vector<bool>& force) {
   std::vector<bool> out_mapped = mapped_outputs(g, in_mapped, size);
   for (size_t k = 0; k < out_mapped.size(); ++k) out_mapped[k] = out_mapped[k] || force[k];
+  batching::SubgraphScope in_subgraph;
   TraceScope scope;
   std::vector<Batched> inputs;
   for (size_t i = 0; i < g.inputs.size(); ++i) {

@@ -10,6 +10,7 @@ namespace lanes {
 
 namespace {
 thread_local std::vector<const VmapOptions*> options_stack;
+thread_local int subgraph_depth = 0;
 
 int64_t normalize(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 }  // namespace
@@ -18,6 +19,10 @@ namespace batching {
 
 OptionsScope::OptionsScope(const VmapOptions& o) { options_stack.push_back(&o); }
 OptionsScope::~OptionsScope() { options_stack.pop_back(); }
+
+SubgraphScope::SubgraphScope() { ++subgraph_depth; }
+SubgraphScope::~SubgraphScope() { --subgraph_depth; }
+bool batching_subgraph() { return subgraph_depth > 0; }
 
 const VmapOptions& current_options() {
   static const VmapOptions defaults;
@@ -197,7 +202,8 @@ std::vector<Batched> batch_graph(const Graph& g, std::vector<Batched> inputs, in
       any_mapped |= env[v].mapped();
     }
     std::vector<Batched> outs;
-    if (!any_mapped) {
+    // A collective's rule runs even on unmapped inputs: psum of a shared value is size * x.
+    if (!any_mapped && !n.prim->axis_name()) {
       for (Tensor& t : lanes::bind(n.prim, plain)) outs.push_back({std::move(t), kNotMapped});
     } else {
       outs = n.prim->batch(args, size);
