@@ -20,6 +20,7 @@
 
 #include "workloads/cnn.h"
 #include "workloads/control_flow.h"
+#include "workloads/dropout.h"
 #include "workloads/harness.h"
 #include "workloads/jacobians.h"
 #include "workloads/mapped.h"
@@ -51,6 +52,8 @@ const std::vector<Workload>& all_workloads() {
       {"rnn_scan", rnn_scan},
       {"perex_grad_norms", perex_grad_norms},
       {"ode_rk4", ode_rk4},
+      {"perex_mlp_dropout", perex_mlp_dropout},
+      {"dropout_draws", dropout_draws},
   };
   return all;
 }

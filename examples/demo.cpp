@@ -20,6 +20,7 @@ int main() try {
   tour::hessian();
   tour::ensemble();
   tour::control_flow();
+  tour::dp_sgd();
   return 0;
 } catch (const lanes::Error& e) {
   std::cout.flush();

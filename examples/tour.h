@@ -57,5 +57,6 @@ void jacobian();
 void hessian();
 void ensemble();
 void control_flow();
+void dp_sgd();
 
 }  // namespace tour

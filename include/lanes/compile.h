@@ -5,8 +5,10 @@
 //     calls run
 //
 // The cache key is the argument types (C++ types, leaf shapes and dtypes). Tensors the function
-// captures are baked in as constants at trace time, as jax.jit does. Inside another transform a
-// compiled function is simply traced through.
+// captures are baked in as constants at trace time, as jax.jit does; Variables it reads and
+// Generators it draws from are not: they are read at each call (lanes/implicit.h), and a
+// Variable of a new shape or dtype retraces. Inside another transform a compiled function is
+// simply traced through.
 #pragma once
 
 #include <any>
@@ -17,6 +19,7 @@
 #include <unordered_map>
 
 #include "lanes/graph.h"
+#include "lanes/implicit.h"
 #include "lanes/tree.h"
 #include "lanes/vmap.h"
 
@@ -52,8 +55,12 @@ std::string signature(const std::vector<Tensor>& leaves, const std::string& type
 
 struct CompiledEntry {
   Graph graph;
-  std::any out;  // the traced result: the structure of the output tree
+  std::any out;                         // the traced result: the structure of the output tree
+  std::vector<ImplicitInput> implicit;  // hidden inputs read at each call (lanes/implicit.h)
 };
+
+/// Whether two entries read Variables of the same types (then one of them is enough).
+bool same_implicit_types(const std::vector<ImplicitInput>& a, const std::vector<ImplicitInput>& b);
 
 }  // namespace detail
 
@@ -67,29 +74,45 @@ class Compiled {
     using Out = std::invoke_result_t<const F&, const Args&...>;
     std::vector<Tensor> leaves;
     (tree::flatten(args, leaves), ...);
-    if (detail::any_traced(leaves)) return f_(args...);
+    // Inside another transform a compiled function is traced through, also on concrete
+    // arguments: the Variables it reads are the enclosing transform's inputs then.
+    if (detail::any_traced(leaves) || detail::tracing()) return f_(args...);
     const std::string key =
         detail::signature(leaves, (std::string(typeid(Args).name()) + ... + ""));
     std::shared_ptr<const detail::CompiledEntry> entry;
     {
+      // The entry whose Variables have the types they have now (it reads their values and
+      // advances its Generators: a call's state is taken once, under the lock).
       std::lock_guard<std::mutex> lock(cache_->mutex);
-      auto it = cache_->entries.find(key);
-      if (it != cache_->entries.end()) entry = it->second;
+      auto [it, end] = cache_->entries.equal_range(key);
+      for (; it != end && !entry; ++it)
+        if (detail::read_implicit(it->second->implicit, leaves)) entry = it->second;
     }
     if (!entry) {
       Out out{};
-      Graph g = detail::trace<F>(f_, &out, detail::leaf_types(args...), args...);
       auto fresh = std::make_shared<detail::CompiledEntry>();
-      fresh->graph = detail::fuse_elementwise(detail::optimize(g));
+      {
+        detail::CompileFrame frame;
+        Graph g = detail::trace<F>(f_, &out, detail::leaf_types(args...), args...);
+        fresh->implicit = frame.inputs();
+        fresh->graph = detail::fuse_elementwise(detail::optimize(g));
+      }
       fresh->out = std::move(out);
       std::lock_guard<std::mutex> lock(cache_->mutex);
-      entry = cache_->entries.emplace(key, std::move(fresh)).first->second;
+      check(detail::read_implicit(fresh->implicit, leaves),
+            "compile: a Variable the function reads changed shape or dtype while it was traced");
+      auto [it, end] = cache_->entries.equal_range(key);
+      bool known = false;
+      for (; it != end; ++it)
+        known |= detail::same_implicit_types(it->second->implicit, fresh->implicit);
+      if (!known) cache_->entries.emplace(key, fresh);
+      entry = std::move(fresh);
     }
     return tree::rebuild(std::any_cast<const Out&>(entry->out),
                          detail::execute(entry->graph, leaves));
   }
 
-  /// Number of signatures traced so far.
+  /// Number of traces kept: one per signature, and per types of the Variables read.
   size_t cache_size() const {
     std::lock_guard<std::mutex> lock(cache_->mutex);
     return cache_->entries.size();
@@ -98,7 +121,7 @@ class Compiled {
  private:
   struct Cache {
     mutable std::mutex mutex;
-    std::unordered_map<std::string, std::shared_ptr<const detail::CompiledEntry>> entries;
+    std::unordered_multimap<std::string, std::shared_ptr<const detail::CompiledEntry>> entries;
   };
   F f_;
   std::shared_ptr<Cache> cache_;

@@ -119,6 +119,7 @@ template <class CondFn, class BodyFn, class Carry>
 Carry while_loop(const CondFn& cond_fn, const BodyFn& body_fn, const Carry& init) {
   static_assert(std::is_convertible_v<std::invoke_result_t<const BodyFn&, const Carry&>, Carry>,
                 "lanes::while_loop: the body must return the carry's type");
+  detail::LoopBodyFrame no_draws("while_loop");  // (lanes/implicit.h)
   Tensor pred;
   Graph c = detail::trace<CondFn>(cond_fn, &pred, detail::leaf_types(init), init);
   auto body = [&](const Carry& x) -> Carry { return body_fn(x); };
@@ -145,7 +146,10 @@ auto scan(const F& f, const Carry& init, const Xs& xs, const ScanOptions& option
     return std::pair<Carry, Y>(std::move(std::get<0>(r)), std::move(std::get<1>(r)));
   };
   std::pair<Carry, Y> out{};
-  Graph g = detail::trace<decltype(body)>(body, &out, types, init, xs);
+  Graph g = [&] {
+    detail::LoopBodyFrame no_draws("scan / fori_loop");  // (lanes/implicit.h)
+    return detail::trace<decltype(body)>(body, &out, types, init, xs);
+  }();
   std::vector<Tensor> leaves =
       detail::bind_scan(std::move(g), tree::flatten(init), x_leaves, length, options.reverse);
   return tree::rebuild(out, leaves);

@@ -36,6 +36,9 @@ struct Explanation {
   // Whether the outermost chunked vmap ran its batch in chunks: "chunked: 4096 lanes in 32
   // chunks of 128 (estimated peak 29.8 GiB unchunked, budget 1 GiB)"; empty when it did not.
   std::string chunking;
+  // The custom rules (lanes/custom.h) vmap met: a custom_vmap rule by name, custom_vjp and
+  // custom_jvp functions whose rules lanes batched.
+  std::vector<std::string> custom_rules;
   int64_t materialized_bytes() const;
 };
 

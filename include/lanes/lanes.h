@@ -6,6 +6,7 @@
 #include "lanes/collectives.h"
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
+#include "lanes/custom.h"
 #include "lanes/dtype.h"
 #include "lanes/error.h"
 #include "lanes/explain.h"
@@ -16,4 +17,5 @@
 #include "lanes/random.h"
 #include "lanes/tensor.h"
 #include "lanes/tree.h"
+#include "lanes/variable.h"
 #include "lanes/vmap.h"

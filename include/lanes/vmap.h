@@ -26,6 +26,7 @@
 
 #include "lanes/collectives.h"
 #include "lanes/graph.h"
+#include "lanes/implicit.h"
 #include "lanes/tree.h"
 
 namespace lanes {
@@ -122,6 +123,8 @@ struct VmapOptions {
   // neither set the budget is default_vmap_memory_budget(), so a vmap that would not fit in
   // memory runs chunked instead of failing. Chunked results equal unchunked ones.
   std::optional<int64_t> max_memory_bytes;
+  // Draws from a random::Generator inside f (lanes/random.h): an error by default.
+  Randomness randomness = Randomness::Error;
   // The name of the mapped axis, for the collectives over it (psum, all_gather, ...:
   // lanes/collectives.h). Empty: unnamed.
   std::string axis_name;
@@ -219,6 +222,9 @@ class VmapCache {
   std::shared_ptr<State> state_;
 };
 
+/// Appends the hidden arguments f's trace made (lanes/implicit.h) to the leaves and the plan.
+void append_hidden(const VmapFrame& frame, std::vector<Tensor>& leaves, VmapPlan& plan);
+
 /// Whether any leaf is traced (then transforms trace through instead of running).
 bool any_traced(const std::vector<Tensor>& leaves);
 
@@ -302,14 +308,18 @@ class Vmapped {
       ((detail::resolve_axes(args, in_.children()[i], "argument " + std::to_string(i), axes), ++i),
        ...);
     }
-    const detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
+    detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
     // A sharded vmap agrees with the other ranks on the lanes each one runs.
     const std::optional<detail::ShardPlan> shard = detail::plan_shard(plan, opt_);
     using Out = std::invoke_result_t<const F&, const Args&...>;
     Out out{};
+    // Variables read and Generators drawn from inside f become hidden arguments.
     const Graph g = [&] {
       detail::AxisNameScope axis(opt_.axis_name, shard ? shard->global : plan.size);
-      return detail::trace<F>(f_, &out, plan.example_types, args...);
+      detail::VmapFrame frame(opt_.randomness, plan.size);
+      Graph traced = detail::trace<F>(f_, &out, plan.example_types, args...);
+      detail::append_hidden(frame, leaves, plan);
+      return traced;
     }();
     std::vector<detail::AxisLeaf> out_axes;
     detail::resolve_axes(out, out_, "output", out_axes);

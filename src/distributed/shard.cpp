@@ -148,7 +148,7 @@ std::vector<Tensor> run_sharded(const Graph& g0, const std::vector<Tensor>& leav
   // every rank records, rather than risk ranks communicating in different orders.
   std::vector<Tensor> outs = any_traced(local) || !g.captured.empty() ||
                                      reads_other_axes(g, options.axis_name) ||
-                                     active_trace_count() > 0
+                                     trace_depth() > 0
                                  ? run_vmap(g, local, local_plan, local_axes, options)
                                  : cache.run(g, local, local_plan, local_axes, options);
   if (!whole) return outs;

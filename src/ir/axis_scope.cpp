@@ -25,7 +25,7 @@ std::string names_in_scope() {
 AxisNameScope::AxisNameScope(const std::string& name, int64_t size) {
   if (name.empty()) return;
   // The vmap's trace opens next, at this depth.
-  frames.push_back({name, size, active_trace_count()});
+  frames.push_back({name, size, trace_depth()});
   pushed_ = true;
 }
 
@@ -46,7 +46,7 @@ TraceState* collective_trace(const Primitive& prim, const std::string& axis, Tra
         "': the vmap of that name is not tracing (a collective outside its vmap's function)");
   if (!owner) return own;
   // The deeper of the two: a trace at a larger depth is nested inside the other.
-  for (size_t d = active_trace_count(); d-- > frame.depth;)
+  for (size_t d = trace_depth(); d-- > frame.depth;)
     if (active_trace(d) == owner) return owner;
   return own;
 }

@@ -49,8 +49,8 @@ std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& in
   detail::TraceState* trace = detail::owning_trace(inputs);
   if (const std::string* axis = prim->axis_name())
     trace = detail::collective_trace(*prim, *axis, trace);
-  if (!trace && prim->has_effects() && detail::active_trace_count() > 0)
-    trace = detail::active_trace(detail::active_trace_count() - 1);
+  if (!trace && prim->has_effects() && detail::trace_depth() > 0)
+    trace = detail::active_trace(detail::trace_depth() - 1);
   if (trace) return trace->record(prim, inputs, std::move(out_types));
   std::vector<Tensor> outputs = prim->eval(inputs);
 #ifndef NDEBUG

@@ -70,7 +70,16 @@ TraceState* owning_trace(const std::vector<Tensor>& inputs) {
   return deepest < 0 ? nullptr : active_traces[deepest];
 }
 
-size_t active_trace_count() { return active_traces.size(); }
+size_t trace_depth() { return active_traces.size(); }
+
+Tensor add_hidden_input(size_t depth, const TensorType& type) {
+  check(depth < active_traces.size(), "hidden input for a trace that is not active (depth ", depth,
+        " of ", active_traces.size(), ")");
+  TraceState& s = *active_traces[depth];
+  const ValueId v = s.graph.add_value(type);
+  s.explicit_inputs.push_back(v);
+  return s.tracer(v);
+}
 
 TraceState* active_trace(size_t depth) {
   return depth < active_traces.size() ? active_traces[depth] : nullptr;

@@ -39,14 +39,18 @@ class TraceState {
 /// Throws when a traced input belongs to no active trace (it escaped its transform).
 TraceState* owning_trace(const std::vector<Tensor>& inputs);
 
+/// The number of traces active on this thread (the next trace opened gets this depth).
+size_t trace_depth();
+/// A new input of the active trace at `depth`, after the inputs it has (a transform's hidden
+/// argument, lanes/implicit.h); its tracer.
+Tensor add_hidden_input(size_t depth, const TensorType& type);
 /// The trace a collective over `axis` is recorded into: `owner` (the innermost trace owning an
 /// input), or the trace of the vmap named `axis` when that is deeper (a collective of concrete
 /// values is still recorded, for that vmap's batching rule). Throws lanes::Error naming the axis
 /// and the names in scope when no vmap of that name is being traced (src/ir/axis_scope.cpp).
 TraceState* collective_trace(const Primitive& prim, const std::string& axis, TraceState* owner);
 
-/// The number of active traces, and the one at position `depth` (0 = outermost).
-size_t active_trace_count();
+/// The active trace at position `depth` (0 = outermost; trace_depth() of them), or null.
 TraceState* active_trace(size_t depth);
 
 }  // namespace detail

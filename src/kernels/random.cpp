@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <limits>
+#include <numbers>
 #include <type_traits>
 
 #include "lanes/parallel.h"
@@ -163,6 +166,108 @@ Tensor random_uniform(const Tensor& keys, const Shape& shape, DType dtype) {
                         for (int j = 0; j < kBlock; ++j) dst[pos + j] = unit<T>(b, j);
                       else
                         for (int j = 0; j < m; ++j) dst[pos + j] = unit<T>(b, j);
+                    });
+    }
+  });
+  return out;
+}
+
+}  // namespace lanes::kernels
+
+namespace lanes::kernels {
+
+namespace {
+
+__extension__ typedef unsigned __int128 U128;  // GCC and Clang; the high half of a 64x64 product
+
+// Phi(x), the standard normal CDF, accurate in the lower tail (erfc has no cancellation there).
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::numbers::sqrt2); }
+
+// Phi^-1(p) for p in (0, 1): Acklam's rational approximation (relative error 1.2e-9), then one
+// Halley step on Phi(x) - p, which brings it to float64 accuracy. 0 -> -inf, 1 -> +inf.
+double normal_quantile(double p) {
+  if (p <= 0.0) return -std::numeric_limits<double>::infinity();
+  if (p >= 1.0) return std::numeric_limits<double>::infinity();
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
+                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01, -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  constexpr double kLow = 0.02425;
+  double x;
+  if (p < kLow || p > 1 - kLow) {
+    const double q = std::sqrt(-2 * std::log(p < kLow ? p : 1 - p));
+    x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+    if (p > 1 - kLow) x = -x;
+  } else {
+    const double q = p - 0.5, r = q * q;
+    x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+  }
+  const double e = normal_cdf(x) - p;
+  const double u = e * std::sqrt(2 * std::numbers::pi) * std::exp(x * x / 2);
+  return x - u / (1 + x * u / 2);
+}
+
+}  // namespace
+
+Tensor random_bits(const Tensor& keys, const Shape& shape) {
+  const Tensor k = keys.contiguous();
+  Tensor out = Tensor::empty(concat(keys.shape(), shape), DType::Int64);
+  int64_t* dst = out.mutable_data<int64_t>();
+  for_each_hash(k.data<int64_t>(), k.numel(), shape_numel(shape),
+                [&](int64_t pos, int64_t m, const Block& b) {
+                  for (int64_t j = 0; j < m; ++j)
+                    dst[pos + j] = static_cast<int64_t>(wide(b.x0[j], b.x1[j]));
+                });
+  return out;
+}
+
+Tensor random_int(const Tensor& keys, const Shape& shape, int64_t lo, int64_t hi, DType dtype) {
+  const Tensor k = keys.contiguous();
+  Tensor out = Tensor::empty(concat(keys.shape(), shape), dtype);
+  // hi - lo as an unsigned 64-bit span: exact even for the whole int64 range.
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      T* dst = out.mutable_data<T>();
+      for_each_hash(k.data<int64_t>(), k.numel(), shape_numel(shape),
+                    [&](int64_t pos, int64_t m, const Block& b) {
+                      for (int64_t j = 0; j < m; ++j) {
+                        const U128 prod = static_cast<U128>(wide(b.x0[j], b.x1[j])) * span;
+                        const uint64_t offset = static_cast<uint64_t>(prod >> 64);
+                        dst[pos + j] = static_cast<T>(static_cast<uint64_t>(lo) + offset);
+                      }
+                    });
+    }
+  });
+  return out;
+}
+
+Tensor random_truncated_normal(const Tensor& keys, const Shape& shape, double lo, double hi,
+                               DType dtype) {
+  const Tensor k = keys.contiguous();
+  Tensor out = Tensor::empty(concat(keys.shape(), shape), dtype);
+  // On [lo, hi] above zero, sample -x on [-hi, -lo], where Phi is small and accurate.
+  const bool flip = lo > 0;
+  const double a = normal_cdf(flip ? -hi : lo), b = normal_cdf(flip ? -lo : hi);
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      T* dst = out.mutable_data<T>();
+      for_each_hash(k.data<int64_t>(), k.numel(), shape_numel(shape),
+                    [&](int64_t pos, int64_t m, const Block& blk) {
+                      for (int64_t j = 0; j < m; ++j) {
+                        const double u = unit_double(wide(blk.x0[j], blk.x1[j]));
+                        double x = normal_quantile(a + u * (b - a));
+                        x = std::clamp(flip ? -x : x, lo, hi);
+                        dst[pos + j] = static_cast<T>(x);
+                      }
                     });
     }
   });

@@ -31,5 +31,15 @@ Tensor random_split(const Tensor& keys, int64_t n);
 Tensor random_fold_in(const Tensor& keys, const Tensor& data);
 /// keys (K), Int64 -> (K..., shape) of `dtype` (Float32 or Float64), uniform in [0, 1).
 Tensor random_uniform(const Tensor& keys, const Shape& shape, DType dtype);
+/// keys (K) -> (K..., shape) Int64: the 64 bits y0 << 32 | y1 of each position.
+Tensor random_bits(const Tensor& keys, const Shape& shape);
+/// keys (K) -> (K..., shape) of `dtype` (Int32 or Int64) in [lo, hi): lo + the high 64 bits of
+/// the 128-bit product of the 64 random bits and hi - lo (Lemire's multiply-shift).
+Tensor random_int(const Tensor& keys, const Shape& shape, int64_t lo, int64_t hi, DType dtype);
+/// keys (K) -> (K..., shape) of a float dtype: standard normals conditioned on [lo, hi], the
+/// inverse normal CDF of the float64 uniform (64 bits as above) mapped onto [Phi(lo), Phi(hi)),
+/// computed in float64 on the side of zero where Phi is small (exact tails), then rounded.
+Tensor random_truncated_normal(const Tensor& keys, const Shape& shape, double lo, double hi,
+                               DType dtype);
 
 }  // namespace lanes::kernels

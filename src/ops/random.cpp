@@ -6,6 +6,8 @@
 #include <limits>
 #include <numbers>
 
+#include "lanes/array_ops.h"
+#include "lanes/autodiff.h"
 #include "lanes/random.h"
 #include "ops/internal.h"
 #include "primitives/random.h"
@@ -59,6 +61,16 @@ Key fold_in(const Key& key, uint64_t data) {
   return Key{apply<prim::RandomFoldIn>({key.bits, int64_scalar(data)})};
 }
 
+Key fold_in(const Key& key, const Tensor& data) {
+  check_key(key, "random.fold_in");
+  check(data.defined(), "random.fold_in: data is an undefined tensor");
+  check(data.ndim() == 0 && (data.dtype() == DType::Int64 || data.dtype() == DType::Int32),
+        "random.fold_in: data must be a 0-d int32 or int64 tensor, got ", dtype_name(data.dtype()),
+        fmt(data.shape()));
+  const Tensor d = data.dtype() == DType::Int64 ? data : cast(data, DType::Int64);
+  return Key{apply<prim::RandomFoldIn>({key.bits, d})};
+}
+
 Tensor uniform(const Key& key, const Shape& shape, double lo, double hi, DType dtype) {
   check_key(key, "random.uniform");
   check_float(dtype, "random.uniform");
@@ -92,6 +104,73 @@ Tensor bernoulli(const Key& key, double p, const Shape& shape) {
   check(p >= 0.0 && p <= 1.0, "random.bernoulli: p must be in [0, 1], got ", p);
   check_shape(shape, "random.bernoulli");
   return uniform(key, shape) < p;
+}
+
+Tensor randint(const Key& key, const Shape& shape, int64_t lo, int64_t hi, DType dtype) {
+  check_key(key, "random.randint");
+  check(dtype == DType::Int32 || dtype == DType::Int64,
+        "random.randint: dtype must be int32 or int64, got ", dtype_name(dtype));
+  check_shape(shape, "random.randint");
+  check(lo < hi, "random.randint: needs lo < hi, got lo = ", lo, ", hi = ", hi);
+  check(dtype == DType::Int64 || (lo >= std::numeric_limits<int32_t>::min() &&
+                                  hi - 1 <= std::numeric_limits<int32_t>::max()),
+        "random.randint: [", lo, ", ", hi, ") does not fit int32");
+  return apply<prim::RandomInt>({key.bits}, shape, lo, hi, dtype);
+}
+
+// Gumbel-max: argmax(logits + g) with g = -log(-log(u)) is a sample of softmax(logits). u = 0
+// gives g = -inf: that entry is simply not chosen.
+Tensor categorical(const Key& key, const Tensor& logits, int64_t axis) {
+  check_key(key, "random.categorical");
+  check(logits.defined(), "random.categorical: logits is an undefined tensor");
+  check(is_floating(logits.dtype()), "random.categorical: logits must be float, got ",
+        dtype_name(logits.dtype()));
+  const int64_t n = logits.ndim();
+  check(n >= 1 && axis >= -n && axis < n, "random.categorical: axis ", axis,
+        " out of range for logits of shape ", fmt(logits.shape()));
+  check(logits.shape(axis < 0 ? axis + n : axis) > 0,
+        "random.categorical: no categories along axis ", axis, " of logits of shape ",
+        fmt(logits.shape()));
+  const Tensor u = apply<prim::RandomUniform>({key.bits}, logits.shape(), logits.dtype());
+  const Tensor gumbel = -log(-log(u));
+  return argmax(stop_gradient(logits) + gumbel, axis);
+}
+
+Tensor permutation(const Key& key, int64_t n) {
+  check_key(key, "random.permutation");
+  check(n >= 0, "random.permutation: n must be >= 0, got ", n);
+  return argsort(apply<prim::RandomBits>({key.bits}, Shape{n}));
+}
+
+Tensor permutation(const Key& key, const Tensor& x) {
+  check(x.defined(), "random.permutation: x is an undefined tensor");
+  check(x.ndim() >= 1, "random.permutation: x needs an axis to shuffle, got shape ",
+        fmt(x.shape()));
+  return take(x, permutation(key, x.shape(0)), 0);
+}
+
+Tensor truncated_normal(const Key& key, double lo, double hi, const Shape& shape, DType dtype) {
+  check_key(key, "random.truncated_normal");
+  check_float(dtype, "random.truncated_normal");
+  check_shape(shape, "random.truncated_normal");
+  check(std::isfinite(lo) && std::isfinite(hi) && lo < hi,
+        "random.truncated_normal: needs finite lo < hi, got lo = ", lo, ", hi = ", hi);
+  return apply<prim::RandomTruncatedNormal>({key.bits}, shape, lo, hi, dtype);
+}
+
+Tensor fold_in_each(const Tensor& keys, const Tensor& data) {
+  check(keys.defined() && keys.dtype() == DType::Int64 && data.defined() &&
+            data.dtype() == DType::Int64,
+        "random.fold_in_each: keys and data must be int64 tensors");
+  return apply<prim::RandomFoldIn>({keys, data});
+}
+
+Tensor uniform_each(const Tensor& keys, const Shape& shape, DType dtype) {
+  check(keys.defined() && keys.dtype() == DType::Int64,
+        "random.uniform_each: keys must be an int64 tensor");
+  check_float(dtype, "random.uniform_each");
+  check_shape(shape, "random.uniform_each");
+  return apply<prim::RandomUniform>({keys}, shape, dtype);
 }
 
 }  // namespace lanes::random

@@ -1,6 +1,7 @@
 #include "primitives/random.h"
 
 #include <ostream>
+#include <sstream>
 
 #include "kernels/random.h"
 #include "primitives/util.h"
@@ -132,6 +133,60 @@ std::vector<Tensor> RandomUniform::jvp(const std::vector<Tensor>&, const std::ve
 std::vector<Tensor> RandomUniform::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                        const std::vector<Tensor>&) const {
   return no_tangents(1);
+}
+
+// ---- bits, int, truncated normal -------------------------------------------------------------
+
+std::vector<TensorType> RandomDraw::infer(const std::vector<TensorType>& in) const {
+  check_arity(in, 1, name().c_str());
+  check_keys(in[0], name().c_str());
+  check(supports(dtype_), name(), ": cannot draw ", dtype_name(dtype_));
+  for (int64_t d : shape_) check(d >= 0, name(), ": negative dimension in shape ", fmt(shape_));
+  Shape out = in[0].shape;
+  out.insert(out.end(), shape_.begin(), shape_.end());
+  return {{out, dtype_}};
+}
+
+std::vector<Batched> RandomDraw::batch(const std::vector<Batched>& in, int64_t) const {
+  return same_prim_on_keys(*this, in[0]);
+}
+
+std::vector<Tensor> RandomDraw::jvp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                    const std::vector<Tensor>&) const {
+  return no_tangents(1);
+}
+
+std::vector<Tensor> RandomDraw::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
+                                    const std::vector<Tensor>&) const {
+  return no_tangents(1);
+}
+
+std::string RandomBits::params() const { return "shape=" + list_str(shape_); }
+
+std::vector<Tensor> RandomBits::eval(const std::vector<Tensor>& in) const {
+  return {kernels::random_bits(in[0], shape_)};
+}
+
+std::string RandomInt::params() const {
+  return detail::concat("shape=", list_str(shape_), ", lo=", lo_, ", hi=", hi_,
+                        ", dtype=", dtype_name(dtype_));
+}
+
+std::vector<Tensor> RandomInt::eval(const std::vector<Tensor>& in) const {
+  return {kernels::random_int(in[0], shape_, lo_, hi_, dtype_)};
+}
+
+std::string RandomTruncatedNormal::params() const {
+  // Bounds at full precision: params key caches, and two bounds must not print alike.
+  std::ostringstream os;
+  os.precision(17);
+  os << "shape=" << list_str(shape_) << ", lo=" << lo_ << ", hi=" << hi_
+     << ", dtype=" << dtype_name(dtype_);
+  return os.str();
+}
+
+std::vector<Tensor> RandomTruncatedNormal::eval(const std::vector<Tensor>& in) const {
+  return {kernels::random_truncated_normal(in[0], shape_, lo_, hi_, dtype_)};
 }
 
 }  // namespace lanes::prim

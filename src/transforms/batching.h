@@ -50,6 +50,8 @@ void note_fallback(const std::string& prim);
 void note_control_flow(const std::string& what);
 /// Reports to lanes::explain that a vmap ran its batch in chunks, and why.
 void note_chunking(const std::string& what);
+/// Reports to lanes::explain a custom rule vmap used: "custom_vmap rule 'name' ran ...".
+void note_custom_rule(const std::string& what);
 
 }  // namespace lanes::batching
 

@@ -57,6 +57,9 @@ void note_control_flow(const std::string& what) {
 void note_chunking(const std::string& what) {
   if (recording && recording->chunking.empty()) recording->chunking = what;
 }
+void note_custom_rule(const std::string& what) {
+  if (recording) recording->custom_rules.push_back(what);
+}
 }  // namespace batching
 
 std::ostream& operator<<(std::ostream& os, const Explanation& e) {
@@ -84,6 +87,9 @@ std::ostream& operator<<(std::ostream& os, const Explanation& e) {
   os << "\nfallbacks: ";
   if (e.fallbacks.empty()) os << "none";
   for (const auto& f : e.fallbacks) os << f << ' ';
+  os << "\ncustom rules: ";
+  if (e.custom_rules.empty()) os << "none";
+  for (const auto& c : e.custom_rules) os << "\n  " << c;
   return os << '\n';
 }
 
