@@ -55,8 +55,8 @@ double median_ms(int runs, F&& f) {
     MPI_Barrier(MPI_COMM_WORLD);
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
   // The slowest rank's median: a step ends when every rank has its gradients.
@@ -81,14 +81,15 @@ int main(int argc, char** argv) {
                  normal(32, {512, 512}, 1 / std::sqrt(512.0)), normal(33, {512}, 0.1),
                  normal(34, {512, 10}, 1 / std::sqrt(512.0)),  normal(35, {10}, 0.1)};
   const Tensor x = normal(36, {batch, 784});
-  const Tensor y = lanes::cast(
-      lanes::floor(lanes::random::uniform(lanes::random::key(37), {batch}, 0.0, 10.0)),
-      lanes::DType::Int32);
+  const Tensor y =
+      lanes::cast(lanes::floor(lanes::random::uniform(lanes::random::key(37), {batch}, 0.0, 10.0)),
+                  lanes::DType::Int32);
 
   lanes::VmapOptions options;
   options.axis_name = "batch";
   options.shard = lanes::distributed::world();
-  auto sharded = lanes::vmap(mean_gradient, lanes::in_axes(lanes::none, 0, 0), lanes::none, options);
+  auto sharded =
+      lanes::vmap(mean_gradient, lanes::in_axes(lanes::none, 0, 0), lanes::none, options);
   double checksum = 0;
   const double step_ms = median_ms(runs, [&] {
     const Params g = sharded(p, x, y);
@@ -120,10 +121,11 @@ int main(int argc, char** argv) {
     row("sharded", step_ms);
     row("allreduce", allreduce_ms);
     if (ranks == 1) row("unsharded", unsharded_ms);
-    std::printf("\nperex_mlp, per-example gradients averaged with pmean, batch %lld, %d rank(s) x "
-                "%d thread(s)\n  step %.2f ms (%.0f examples/s); allreduce of %.2f MB alone %.3f ms",
-                static_cast<long long>(batch), ranks, threads, step_ms,
-                double(batch) / step_ms * 1e3, double(floats) * 4 / 1e6, allreduce_ms);
+    std::printf(
+        "\nperex_mlp, per-example gradients averaged with pmean, batch %lld, %d rank(s) x "
+        "%d thread(s)\n  step %.2f ms (%.0f examples/s); allreduce of %.2f MB alone %.3f ms",
+        static_cast<long long>(batch), ranks, threads, step_ms, double(batch) / step_ms * 1e3,
+        double(floats) * 4 / 1e6, allreduce_ms);
     if (ranks == 1) std::printf("; unsharded vmap %.2f ms", unsharded_ms);
     std::printf("\n");
   }

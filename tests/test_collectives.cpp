@@ -459,6 +459,16 @@ TEST(CollectivesErrors, InsideControlFlowOfItsOwnVmap) {
                {"psum", "'i'", "outside the control flow"});
 }
 
+TEST(CollectivesErrors, ChunkingDoesNotYetCompose) {
+  lanes::VmapOptions o = named("i");
+  o.chunk_size = 2;
+  expect_error(
+      [&] {
+        lanes::vmap([](const Tensor& x) { return lanes::psum(x, "i"); }, 0, 0, o)(examples());
+      },
+      {"chunk", "collectives"});
+}
+
 // A collective over an outer axis passes through the inner vmap's batching of a cond; the outer
 // vmap then meets it inside the cond it batches in turn, an error
 // as above (or, when it batches the branch at run time, one naming the axis out of scope).

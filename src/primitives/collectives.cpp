@@ -1,5 +1,7 @@
 #include "primitives/collectives.h"
 
+#include <atomic>
+
 #include "lanes/collectives.h"
 #include "lanes/control_flow.h"
 #include "lanes/graph.h"
@@ -11,13 +13,19 @@ namespace lanes::detail {
 
 namespace {
 thread_local std::vector<const ShardContext*> shard_stack;
-}
+// Whether this process ever made a collective: until it has, no graph holds one, and every vmap
+// call skips the walk over its graph (call bodies inlined) that would look for them.
+std::atomic<bool> collectives_made{false};
+}  // namespace
+
+void note_collective_made() { collectives_made.store(true, std::memory_order_relaxed); }
 
 const ShardContext* current_shard() { return shard_stack.empty() ? nullptr : shard_stack.back(); }
 ShardScope::ShardScope(const ShardContext* c) { shard_stack.push_back(c); }
 ShardScope::~ShardScope() { shard_stack.pop_back(); }
 
 bool reads_other_axes(const Graph& g, const std::string& own) {
+  if (!collectives_made.load(std::memory_order_relaxed)) return false;
   if (has_calls(g)) return reads_other_axes(inline_calls(g), own);
   for (const Node& n : g.nodes) {
     if (const std::string* axis = n.prim->axis_name(); axis && *axis != own) return true;
@@ -28,6 +36,7 @@ bool reads_other_axes(const Graph& g, const std::string& own) {
 }
 
 bool has_collectives(const Graph& g) {
+  if (!collectives_made.load(std::memory_order_relaxed)) return false;
   if (has_calls(g)) return has_collectives(inline_calls(g));
   for (const Node& n : g.nodes) {
     if (n.prim->axis_name()) return true;

@@ -9,6 +9,11 @@
 #include "kernels/reduce.h"
 #include "lanes/primitive.h"
 
+namespace lanes::detail {
+/// Records that a collective primitive exists (graphs may hold one from now on).
+void note_collective_made();
+}  // namespace lanes::detail
+
 namespace lanes::prim {
 
 class Collective : public Primitive {
@@ -16,7 +21,9 @@ class Collective : public Primitive {
   enum class Kind { Sum, Mean, Max, Min, AllGather, AxisIndex };
   /// `size` is the axis size (over all ranks); all_gather's output has it at `gather_axis`.
   Collective(Kind kind, std::string axis, int64_t size, int64_t gather_axis = 0)
-      : kind_(kind), axis_(std::move(axis)), size_(size), gather_axis_(gather_axis) {}
+      : kind_(kind), axis_(std::move(axis)), size_(size), gather_axis_(gather_axis) {
+    detail::note_collective_made();
+  }
   std::string name() const override;
   std::string params() const override;
   const std::string* axis_name() const override { return &axis_; }

@@ -477,6 +477,7 @@ class Rewriter final : public GraphView {
   // Evaluates a node whose inputs are all constants now, once, instead of at every call.
   std::vector<ValueId> fold(const Primitive& prim, const std::vector<ValueId>& ins,
                             const std::vector<TensorType>& types) {
+    if (prim.axis_name()) return {};  // a collective has no value outside its vmap's batching
     std::vector<Tensor> args;
     for (ValueId v : ins) {
       const Tensor* t = constant_value(v);
