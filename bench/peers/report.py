@@ -216,7 +216,8 @@ def main():
         if lb and bp:
             ratio = lb[0] / bp[0]
             ratios[wl] = (ratio, bp[1])
-            ratio_cell = f"**{ratio:.2f}**" if ratio > 1 else f"{ratio:.2f}"
+            text = f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+            ratio_cell = f"**{text}**" if ratio > 1 else text
         else:
             ratio_cell = "—"
         out.append(f"| {wl} | {' | '.join(cells)} | {lanes_cell} | {peer_cell} | {ratio_cell} |")
@@ -282,11 +283,16 @@ def chart(data, workloads, path, subtitle):
                 xs.append(i + (k - (len(COLUMNS) - 1) / 2) * width)
                 ys.append(r["median_ms"])
         ax.bar(xs, ys, width, label=title, color=colors[k])
+        for i, wl in enumerate(workloads):  # an empty cell: a mark at the bottom, not a gap
+            if not ok(data[s].get(wl, {}).get(v)):
+                ax.text(i + (k - (len(COLUMNS) - 1) / 2) * width, 0.02, "×", color=colors[k],
+                        ha="center", va="bottom", fontsize=9, transform=ax.get_xaxis_transform())
     ax.set_yscale("log")
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels(workloads, rotation=40, ha="right")
     ax.set_ylabel("median ms per call (log scale, lower is better)")
-    ax.set_title(f"lanes vs jax vs PyTorch on the lanes workloads\n{subtitle}", fontsize=10)
+    ax.set_title("lanes vs jax vs PyTorch on the lanes workloads (× = the system has no such "
+                 f"variant for the row; see peers.md)\n{subtitle}", fontsize=10)
     ax.legend(ncol=len(COLUMNS), fontsize=8, loc="upper left")
     ax.grid(axis="y", which="major", alpha=0.3)
     fig.tight_layout()
