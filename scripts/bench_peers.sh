@@ -56,6 +56,7 @@ if [ "$(cat "$venv/.requirements-sha256" 2>/dev/null)" != "$stamp" ]; then
   "$venv/bin/pip" install -q --upgrade pip
   "$venv/bin/pip" install -q -r bench/peers/requirements.txt
   echo "$stamp" > "$venv/.requirements-sha256"
+  installed="the peers' install included"
 fi
 py=$venv/bin/python
 
@@ -106,6 +107,7 @@ say "writing $out_dir/peers.md and $out_dir/peers.png"
 report=0
 "$py" bench/peers/report.py --lanes "$results/lanes.jsonl" --jax "$results/jax.jsonl" \
   --torch "$results/torch.jsonl" --threads "$threads" --load "$load" "${quick[@]}" \
+  --elapsed "$((SECONDS - start)) s (${installed:-no installs})" \
   --md "$out_dir/peers.md" --png "$out_dir/peers.png" || report=1
 say "done"
 exit $((failed | report))

@@ -116,12 +116,20 @@ def machine():
                     break
     except OSError:
         pass
-    return model or platform.processor() or platform.machine(), os.cpu_count()
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        flags = []
+    simd = next((x for x in ("avx512f", "avx2", "neon") if x in flags), "")
+    model = model or platform.processor() or platform.machine()
+    return model + (f" ({simd})" if simd else ""), os.cpu_count()
 
 
 def lanes_version(root):
     commit = sh(f"git -C {root} rev-parse --short HEAD")
-    dirty = " (uncommitted changes)" if sh(f"git -C {root} status --porcelain -uno") else ""
+    dirty = sh(f"git -C {root} status --porcelain -uno -- . ':!bench/results'")
+    dirty = " (uncommitted changes)" if dirty else ""
     cxx = ""
     try:
         with open(os.path.join(root, "build", "CMakeCache.txt")) as f:
@@ -142,6 +150,7 @@ def main():
     p.add_argument("--png", required=True)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--load", default="", help="load average when the run started")
+    p.add_argument("--elapsed", default="", help="how long the script had run, installs included")
     args = p.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -179,7 +188,9 @@ def main():
     out = []
     out.append("# lanes, jax and PyTorch on the same workloads\n")
     out.append(f"- date: {date}{' — **--quick run: 2 timed runs per cell, not for quoting**' if args.quick else ''}")
-    out.append(f"- machine: {model}, {cores} cores; load average at the start: {args.load or '?'}")
+    out.append(f"- machine: {model}, {cores} cores; load average (1, 5, 15 min) at the start: "
+               f"{args.load or '?'}" + (f"; the whole script took {args.elapsed}" if args.elapsed
+                                        else ""))
     out.append(f"- threads: {args.threads} for every system (see bench/peers/README.md for how "
                "each is pinned)")
     out.append(f"- versions: {'; '.join(versions)}")
@@ -288,6 +299,8 @@ def chart(data, workloads, path, subtitle):
                 ax.text(i + (k - (len(COLUMNS) - 1) / 2) * width, 0.02, "×", color=colors[k],
                         ha="center", va="bottom", fontsize=9, transform=ax.get_xaxis_transform())
     ax.set_yscale("log")
+    bottom, top = ax.get_ylim()
+    ax.set_ylim(bottom, top * 30)  # room for the legend above the tallest bars
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels(workloads, rotation=40, ha="right")
     ax.set_ylabel("median ms per call (log scale, lower is better)")
