@@ -30,6 +30,7 @@ COLUMNS = [
 # the peers' batching transforms; loop and manual are listed in the second table.
 LANES_BEST = lambda v: v.startswith("vmap") or v == "unrolled"  # noqa: E731
 PEER_BEST = {"jax": {"jit(vmap)", "vmap", "unrolled"}, "torch": {"vmap", "compile"}}
+TIE = 1.05  # a ratio within 5% either way is a tie: closer than this machine's noise
 
 
 def read_jsonl(path, system):
@@ -200,7 +201,7 @@ def main():
                "same thing; each checksum is compared with lanes'.\n")
     out.append("Median wall time in ms of one call on the whole batch (lower is better). "
                "**ratio** = lanes' best batched variant / the best peer's batched variant "
-               "(below 1: lanes is faster); a bold ratio is a row a peer wins. A ✗ marks a "
+               "(below 1: lanes is faster); a bold ratio is a row a peer wins by more than 5%, ≈ a tie within 5%. A ✗ marks a "
                "result that disagrees with lanes'. Empty cells say why.\n")
     title = " | ".join(c[0] for c in COLUMNS)
     out.append(f"| workload | {title} | lanes best | best peer | ratio |")
@@ -228,7 +229,7 @@ def main():
             ratio = lb[0] / bp[0]
             ratios[wl] = (ratio, bp[1])
             text = f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
-            ratio_cell = f"**{text}**" if ratio > 1 else text
+            ratio_cell = f"**{text}**" if ratio > TIE else f"{text} ≈" if ratio >= 1 / TIE else text
         else:
             ratio_cell = "—"
         out.append(f"| {wl} | {' | '.join(cells)} | {lanes_cell} | {peer_cell} | {ratio_cell} |")
@@ -236,11 +237,12 @@ def main():
         out.append("\n¹ How the peer ran this cell:\n")
         for wl, ns in notes.items():
             out.append(f"- {wl}: " + "; ".join(sorted(ns)))
-    wins = [wl for wl, (r, _) in ratios.items() if r > 1]
-    out.append(f"\nlanes is faster than every peer on {len(ratios) - len(wins)} of "
-               f"{len(ratios)} rows" + (f"; a peer wins {', '.join(wins)} "
-                                        "(bench/README.md says what it does that lanes "
-                                        "doesn't)." if wins else "."))
+    wins = [wl for wl, (r, _) in ratios.items() if r > TIE]
+    ties = [wl for wl, (r, _) in ratios.items() if 1 / TIE <= r <= TIE]
+    out.append(f"\nlanes is faster than every peer on {len(ratios) - len(wins) - len(ties)} of "
+               f"{len(ratios)} rows" + (f", within 5% (≈) on {', '.join(ties)}" if ties else "")
+               + (f"; a peer wins {', '.join(wins)} (bench/README.md says what it does that "
+                  "lanes doesn't)." if wins else "."))
     if disagreements:
         out.append("\n**Results that disagree with lanes':**\n")
         out += [f"- {d}" for d in disagreements]
