@@ -5,8 +5,8 @@ A peer script registers one function per workload with @workload; the function g
 workload's inputs (a dict of numpy arrays, named as in the manifest) and params (a dict of
 numbers) and returns its variants: a dict from variant name to either a no-argument callable that
 returns the output leaves (a tuple, in lanes' tree order), a Variant (the callable plus `once` for
-a variant too slow to repeat), or a Skip("why") for a variant this peer cannot run. main() runs
-them and prints one JSON line per (workload, variant).
+a variant too slow to repeat), or a Skip("why") for a variant this peer cannot run. run_all()
+runs them and prints one JSON line per (workload, variant).
 """
 
 import argparse
@@ -57,7 +57,6 @@ def load_inputs(directory, name):
 # ---- checksums: the same sums as workloads::checksum (harness.h) ---------------------------------
 
 K_WEIGHTS = 4
-_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 def _mix(z):
@@ -149,9 +148,6 @@ def run_all(system, versions, block, to_numpy, argv=None):
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
-    unknown = [w for w in args.workload if w not in WORKLOADS]
-    if unknown:
-        sys.exit(f"unknown workload(s) {unknown}; {system} has: {' '.join(WORKLOADS)}")
     names = args.workload or list(WORKLOADS)
     print(json.dumps({"system": system, "versions": versions, "threads": args.threads}),
           flush=True)
@@ -160,6 +156,9 @@ def run_all(system, versions, block, to_numpy, argv=None):
             print(json.dumps({"workload": name, "variant": variant, "system": system, **fields}),
                   flush=True)
 
+        if name not in WORKLOADS:  # a row lanes has and this script does not (yet)
+            emit("setup", skipped=f"no {system} function for this workload yet")
+            continue
         try:
             inputs, params = load_inputs(args.inputs, name)
             variants = WORKLOADS[name](inputs, params)

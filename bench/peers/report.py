@@ -85,6 +85,8 @@ def why(r):
     """The text of an empty cell."""
     if r is None:
         return "not run"
+    if "skipped" in r and r["variant"] == "setup":
+        return "— " + r["skipped"]
     if "skipped" in r:
         return "— " + r["skipped"]
     if "error" in r:
@@ -211,7 +213,7 @@ def main():
     for wl in workloads:
         cells = []
         for _, s, v in COLUMNS:
-            r = data[s].get(wl, {}).get(v)
+            r = data[s].get(wl, {}).get(v) or data[s].get(wl, {}).get("setup")
             if ok(r):
                 cell = fmt_ms(r["median_ms"]) + ("" if r.get("agrees", True) else " ✗")
                 if r.get("note"):
@@ -262,7 +264,7 @@ def main():
         cells = []
         for s in ("lanes", "jax", "torch"):
             for v in ("loop", "manual"):
-                r = data[s].get(wl, {}).get(v)
+                r = data[s].get(wl, {}).get(v) or data[s].get(wl, {}).get("setup")
                 cells.append(fmt_ms(r["median_ms"]) + ("" if r.get("agrees", True) else " ✗")
                              if ok(r) else why(r))
         out.append(f"| {wl} | {' | '.join(cells)} |")
