@@ -4,6 +4,10 @@
 // variants of a workload disagree (their checksums differ) or one fails.
 //
 //     build/bench/workloads [--workload NAME]... [--threads N] [--json-only] [--quick]
+//                           [--dump-inputs DIR]
+//
+// --dump-inputs DIR writes the selected workloads' inputs as .npy files and a manifest (see
+// workloads/dump.h) instead of timing them: the inputs bench/peers/ reads.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,6 +25,7 @@
 #include "workloads/cnn.h"
 #include "workloads/control_flow.h"
 #include "workloads/dropout.h"
+#include "workloads/dump.h"
 #include "workloads/harness.h"
 #include "workloads/jacobians.h"
 #include "workloads/mapped.h"
@@ -62,7 +67,8 @@ struct Options {
   std::vector<std::string> names;  // empty: all
   int threads = 2;
   bool json_only = false;
-  bool quick = false;  // 3 warm-ups + 2 runs per variant, for CI smoke tests
+  bool quick = false;    // 3 warm-ups + 2 runs per variant, for CI smoke tests
+  std::string dump_dir;  // --dump-inputs: write the inputs here and time nothing
 };
 
 struct Result {
@@ -77,6 +83,14 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// The q-th percentile of v, interpolating linearly between order statistics (numpy's default).
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q / 100 * double(v.size() - 1);
+  const size_t lo = size_t(at), hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (at - double(lo)) * (v[hi] - v[lo]);
 }
 
 /// Resets the kernel's high-water mark of resident memory (VmHWM) to what is resident now, after
@@ -178,7 +192,16 @@ void print_json(const Result& r, int threads) {
       std::printf("%s%lld", d ? "," : "", static_cast<long long>(r.sums.shapes[i][d]));
     std::printf("]");
   }
-  std::printf("],\"peak_mb\":%.2f,\"rss_mb\":%.1f}\n", r.peak_mb, r.rss_mb);
+  std::printf("],\"peak_mb\":%.2f,\"rss_mb\":%.1f,\"p10_ms\":%.4f", r.peak_mb, r.rss_mb,
+              percentile(r.ms, 10));
+  // The position-weighted sums of checksums_agree, so that another program (the peer runner of
+  // scripts/bench_peers.sh) can apply the same test.
+  for (const auto* sums : {&r.sums.weighted, &r.sums.weighted_sq}) {
+    std::printf(",\"%s\":[", sums == &r.sums.weighted ? "weighted" : "weighted_sq");
+    for (int k = 0; k < kWeights; ++k) std::printf("%s%.17g", k ? "," : "", (*sums)[k]);
+    std::printf("]");
+  }
+  std::printf("}\n");
   std::fflush(stdout);
 }
 
@@ -255,8 +278,12 @@ std::optional<Options> parse(int argc, char** argv) {
     } else if (a == "--quick") {
       o.quick = true;
       workloads::quick_mode() = true;
+    } else if (a == "--dump-inputs" && i + 1 < argc) {
+      o.dump_dir = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick] "
+                   "[--dump-inputs DIR]\n",
                    argv[0]);
       return std::nullopt;
     }
@@ -286,6 +313,17 @@ int main(int argc, char** argv) {
         std::find(opt->names.begin(), opt->names.end(), w.name) != opt->names.end())
       selected.push_back(w);
   lanes::set_num_threads(opt->threads);
+  if (!opt->dump_dir.empty()) {
+    try {
+      dump_inputs(opt->dump_dir, selected);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+    std::printf("wrote the inputs of %zu workloads to %s\n", selected.size(),
+                opt->dump_dir.c_str());
+    return 0;
+  }
 
   std::vector<std::vector<Result>> results;
   bool ok = true;

@@ -77,6 +77,16 @@ inline std::vector<Variant> perex_cnn() {
               normal(52, {32, 16, 5, 5}, std::sqrt(2.0 / 400)), normal(53, {32}, 0.1),
               normal(54, {1568, 10}, 1 / std::sqrt(1568.0)),    normal(55, {10}, 0.1)};
   const Tensor x = normal(56, {batch, 1, 28, 28}), y = labels(57, batch, 10);
+  inputs({{"w1", p.w1},
+          {"b1", p.b1},
+          {"w2", p.w2},
+          {"b2", p.b2},
+          {"w3", p.w3},
+          {"b3", p.b3},
+          {"x", x},
+          {"y", y}});
+  param("stride", kStride);
+  param("padding", kPad);
   // One example: x (1, 28, 28), y a 0-d class index.
   auto loss = [](const Cnn& q, const Tensor& xi, const Tensor& yi) {
     auto bias = [](const Tensor& b) { return lanes::reshape(b, {-1, 1, 1}); };

@@ -84,6 +84,8 @@ inline std::vector<Variant> newton_sqrt() {
   const Tensor a = lanes::pow(
       lanes::scalar(10.0, lanes::kFloat64),
       lanes::random::uniform(lanes::random::key(50), {batch}, -4.0, 8.0, lanes::kFloat64));
+  inputs({{"a", a}});
+  param("rtol", 1e-12);
   std::vector<Variant> variants{
       {"loop", [=] { return loop_stack(batch, [&](int64_t i) { return newton_sqrt_one(a[i]); }); },
        /*once=*/true}};
@@ -131,6 +133,8 @@ inline std::vector<Variant> mandelbrot() {
       lanes::broadcast_to(
           lanes::reshape(lanes::arange(side) * (2.5 / (side - 1)) - 1.25, {side, 1}), {side, side}),
       {batch});
+  inputs({{"cr", cr}, {"ci", ci}});
+  param("max_iter", 256);
   std::vector<Variant> variants{
       {"loop",
        [=] { return loop_stack(batch, [&](int64_t i) { return mandelbrot_one(cr[i], ci[i]); }); },
@@ -192,6 +196,8 @@ inline std::vector<Variant> piecewise(double threshold) {
   const Mlp4 w{normal(60, {n, n}, scale), normal(61, {n, n}, scale), normal(62, {n, n}, scale),
                normal(63, {n, n}, scale)};
   const Tensor x = normal(64, {batch, n});
+  inputs({{"w1", w.w1}, {"w2", w.w2}, {"w3", w.w3}, {"w4", w.w4}, {"x", x}});
+  param("threshold", threshold);
   auto f = [threshold](const Mlp4& p, const Tensor& v) { return piecewise_one(p, v, threshold); };
   std::vector<Variant> variants{
       {"loop", [=] { return loop_stack(batch, [&](int64_t i) { return f(w, x[i]); }); }}};
@@ -265,6 +271,9 @@ inline std::vector<Variant> power_iter() {
                        .contiguous();
   const Tensor g = normal(71, {batch, n});
   const Tensor v0 = (g / lanes::expand_dims(lanes::sqrt(lanes::sum(g * g, 1)), 1)).contiguous();
+  inputs({{"a", a}, {"v0", v0}});
+  param("tol", 1e-4);
+  param("max_steps", 2000);
   auto f = [](const Tensor& m, const Tensor& v) { return power_iter_one(m, v); };
   std::vector<Variant> variants{
       {"loop", [=] { return loop_stack(batch, [&](int64_t i) { return f(a[i], v0[i]); }); }}};
@@ -358,6 +367,7 @@ inline std::vector<Variant> rnn_scan() {
   const Lstm p{normal(80, {inputs, 4 * n}, 1 / std::sqrt(double(inputs))),
                normal(81, {n, 4 * n}, 1 / std::sqrt(double(n))), normal(82, {4 * n}, 0.1)};
   const Tensor x = normal(83, {batch, steps, inputs});
+  workloads::inputs({{"wx", p.wx}, {"wh", p.wh}, {"b", p.b}, {"x", x}});
   using HC = std::pair<Tensor, Tensor>;
   const HC zero{lanes::zeros({n}), lanes::zeros({n})};
   // One example: x (64, 64) -> l2_loss of the final hidden state, the steps run by scan.
@@ -418,6 +428,9 @@ inline std::vector<Variant> ode_rk4() {
   const Ode p{normal(90, {hidden, dim}, 1 / std::sqrt(double(dim))), normal(91, {hidden}, 0.1),
               normal(92, {dim, hidden}, 1 / std::sqrt(double(hidden))), normal(93, {dim}, 0.1)};
   const Tensor y0 = normal(94, {batch, dim}), target = normal(95, {batch, dim}, 0.5);
+  inputs({{"w1", p.w1}, {"b1", p.b1}, {"w2", p.w2}, {"b2", p.b2}, {"y0", y0}, {"target", target}});
+  param("dt", kOdeDt);
+  param("steps", double(kOdeSteps));
   // One example: y0 (16,), target (16,) -> l2_loss(y(1) - target).
   auto loss = [](const Ode& q, const Tensor& y, const Tensor& t) {
     auto field = [&q](const Tensor& v) {

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace workloads {
@@ -42,6 +44,31 @@ struct Workload {
   std::string name;
   std::vector<Variant> (*setup)();
 };
+
+/// What one setup() recorded.
+struct InputLog {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::vector<std::pair<std::string, double>> params;
+};
+
+/// The log setup() writes to during a dump; null otherwise.
+inline InputLog*& input_log() {
+  static InputLog* log = nullptr;
+  return log;
+}
+
+/// Records the workload's inputs by name when dumping (--dump-inputs, see dump.h): the arrays
+/// the peer scripts of bench/peers/ read, so a setup() names every input its variants use.
+inline void inputs(std::initializer_list<std::pair<const char*, Tensor>> named) {
+  if (InputLog* log = input_log())
+    for (const auto& [name, t] : named) log->tensors.emplace_back(name, t);
+}
+
+/// Records a number the peers need (a threshold, a tolerance, a step count) when dumping.
+inline double param(const std::string& name, double v) {
+  if (InputLog* log = input_log()) log->params.emplace_back(name, v);
+  return v;
+}
 
 template <class T>
 Outputs leaves(const T& tree) {

@@ -39,6 +39,7 @@ std::vector<Variant> jacobian_by_rows(F f, const Tensor& x, const Tensor& eye) {
 inline std::vector<Variant> jacobian_square() {
   const int64_t n = 1000;
   const Tensor x = normal(10, {n}), eye = lanes::eye(n);
+  inputs({{"x", x}});  // the identity's rows are the cotangents
   auto f = [](const Tensor& v) { return lanes::square(v); };
   std::vector<Variant> variants = jacobian_by_rows(f, x, eye);
   // d(x_i^2)/dx_j = 2 x_i delta_ij: the identity with row i scaled by 2 x_i.
@@ -52,6 +53,7 @@ inline std::vector<Variant> jacobian_mlp() {
   const Tensor w1 = normal(11, {n, n}, scale), b1 = normal(12, {n}, 0.1);
   const Tensor w2 = normal(13, {n, n}, scale), b2 = normal(14, {n}, 0.1);
   const Tensor x = normal(15, {n}), eye = lanes::eye(n);
+  inputs({{"w1", w1}, {"b1", b1}, {"w2", w2}, {"b2", b2}, {"x", x}});
   auto f = [=](const Tensor& v) {
     return lanes::matmul(w2, lanes::tanh(lanes::matmul(w1, v) + b1)) + b2;
   };
@@ -74,6 +76,12 @@ inline std::vector<Variant> fc_batch_jacobian() {
     bs.push_back(normal(200 + k, {width}, 0.1));
   }
   const Tensor xs = normal(16, {batch, width});
+  for (int64_t k = 0; k < depth; ++k) {
+    const std::string at = std::to_string(100 + k).substr(1);  // w00 ... w19 sort in order
+    inputs({{("w" + at).c_str(), ws[k]}, {("b" + at).c_str(), bs[k]}});
+  }
+  inputs({{"x", xs}});
+  param("depth", double(depth));
   auto mlp = [=](const Tensor& x) {
     Tensor h = x;
     for (int64_t k = 0; k < depth; ++k) h = lanes::relu(lanes::matmul(h, ws[k]) + bs[k]);
@@ -107,6 +115,7 @@ inline std::vector<Variant> hessian() {
   const int64_t n = 256;
   const Tensor w = normal(17, {n, n}, 1 / std::sqrt(double(n))), x = normal(18, {n});
   const Tensor eye = lanes::eye(n);
+  inputs({{"w", w}, {"x", x}});
   auto f = [=](const Tensor& v) { return lanes::sum(lanes::tanh(lanes::matmul(w, v))); };
   // hessian = jacfwd(jacrev(f)): the batching is inside the transform.
   auto hess = lanes::hessian(f);

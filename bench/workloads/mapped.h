@@ -9,6 +9,7 @@ namespace workloads {
 inline std::vector<Variant> outer() {
   const int64_t batch = 100;
   const Tensor a = lanes::ones({batch, 32, 32});
+  inputs({{"a", a}});
   auto f = [](const Tensor& m) { return lanes::tensordot(m, m, 0); };
   auto batched = lanes::vmap(f);
   auto compiled = lanes::compile(batched);
@@ -29,6 +30,7 @@ inline std::vector<Variant> sqrt_images() {
   const int64_t batch = 100;
   const Tensor images = lanes::cast(
       lanes::random::uniform(lanes::random::key(1), {batch, 64, 64, 3}, 0.0, 255.0), lanes::kUInt8);
+  inputs({{"images", images}});
   auto f = [](const Tensor& x) {
     return lanes::cast(lanes::sqrt(lanes::cast(x, lanes::kFloat32)), lanes::kUInt8);
   };
@@ -46,6 +48,7 @@ inline std::vector<Variant> sqrt_images() {
 inline std::vector<Variant> batched_dot() {
   const int64_t batch = 4096;
   const Tensor x = normal(2, {batch, 512}), y = normal(3, {batch, 512});
+  inputs({{"x", x}, {"y", y}});
   auto f = [](const Tensor& u, const Tensor& v) { return lanes::dot(u, v); };
   auto batched = lanes::vmap(f);
   auto compiled = lanes::compile(batched);
@@ -76,6 +79,7 @@ inline std::vector<Variant> ensemble() {
   const Dense2 p{normal(4, {models, 64, 128}, 1 / std::sqrt(64.0)), normal(5, {models, 128}, 0.1),
                  normal(6, {models, 128, 10}, 1 / std::sqrt(128.0)), normal(7, {models, 10}, 0.1)};
   const Tensor x = normal(8, {512, 64});
+  inputs({{"w1", p.w1}, {"b1", p.b1}, {"w2", p.w2}, {"b2", p.b2}, {"x", x}});
   auto model = [](const Dense2& q, const Tensor& input) {
     return lanes::matmul(lanes::relu(lanes::matmul(input, q.w1) + q.b1), q.w2) + q.b2;
   };

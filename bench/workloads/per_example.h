@@ -60,6 +60,7 @@ inline std::vector<Variant> perex_linear() {
   const int64_t batch = 10;
   const Linear p{normal(20, {32, 1}), lanes::zeros({1})};
   const Tensor x = normal(21, {batch, 32}), y = normal(22, {batch, 1});
+  inputs({{"w", p.w}, {"b", p.b}, {"x", x}, {"y", y}});
   auto loss = [](const Linear& q, const Tensor& xi, const Tensor& yi) {
     return lanes::l2_loss(yi - (lanes::matmul(xi, q.w) + q.b));
   };
@@ -94,6 +95,14 @@ inline std::vector<Variant> perex_mlp() {
               normal(32, {512, 512}, 1 / std::sqrt(512.0)), normal(33, {512}, 0.1),
               normal(34, {512, 10}, 1 / std::sqrt(512.0)),  normal(35, {10}, 0.1)};
   const Tensor x = normal(36, {batch, 784}), y = labels(37, batch, 10);
+  inputs({{"w1", p.w1},
+          {"b1", p.b1},
+          {"w2", p.w2},
+          {"b2", p.b2},
+          {"w3", p.w3},
+          {"b3", p.b3},
+          {"x", x},
+          {"y", y}});
   auto loss = [](const Mlp& q, const Tensor& xi, const Tensor& yi) {
     const Tensor h1 = lanes::tanh(lanes::matmul(xi, q.w1) + q.b1);
     const Tensor h2 = lanes::tanh(lanes::matmul(h1, q.w2) + q.b2);
@@ -165,6 +174,7 @@ inline std::vector<Variant> lstm_perex() {
   const Lstm p{normal(40, {n, 4 * n}, 1 / std::sqrt(double(n))),
                normal(41, {n, 4 * n}, 1 / std::sqrt(double(n))), normal(42, {4 * n}, 0.1)};
   const Tensor x = normal(43, {batch, steps, n});
+  inputs({{"wx", p.wx}, {"wh", p.wh}, {"b", p.b}, {"x", x}});
   // One example: x (8, 32) -> l2_loss of the final cell state.
   auto loss = [](const Lstm& q, const Tensor& xs) {
     const int64_t width = q.wh.shape(0);

@@ -1,0 +1,320 @@
+"""Turns the JSON lines of lanes (build/bench/workloads --json-only), jax_workloads.py and
+torch_workloads.py into the side-by-side table (peers.md) and chart (peers.png), checking that
+every peer's output agrees with lanes' (the checksums of bench/workloads/harness.h).
+
+    python bench/peers/report.py --lanes L.jsonl --jax J.jsonl --torch T.jsonl --threads N
+        --md OUT.md --png OUT.png [--quick]
+
+Exits 1 when a peer's output disagrees with lanes' on some row (the row is flagged in the table).
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+
+# The columns of the table and the chart: (title, system, variant).
+COLUMNS = [
+    ("lanes vmap", "lanes", "vmap"),
+    ("lanes compiled", "lanes", "vmap+compile"),
+    ("jax jit(vmap)", "jax", "jit(vmap)"),
+    ("torch vmap", "torch", "vmap"),
+    ("torch.compile", "torch", "compile"),
+]
+# The automatically batched variants each system's best is taken over: lanes' vmap family
+# (vmap, vmap+compile, the forced strategies vmap:NAME, rnn_scan's compiled unrolled function) and
+# the peers' batching transforms; loop and manual are listed in the second table.
+LANES_BEST = lambda v: v.startswith("vmap") or v == "unrolled"  # noqa: E731
+PEER_BEST = {"jax": {"jit(vmap)", "vmap", "unrolled"}, "torch": {"vmap", "compile"}}
+TIE = 1.05  # a ratio within 5% either way is a tie: closer than this machine's noise
+
+
+def read_jsonl(path, system):
+    """{workload: {variant: record}} and the header line (peers print one first)."""
+    rows, header = {}, {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            if "workload" not in r:
+                header = r
+                continue
+            r.setdefault("system", system)
+            rows.setdefault(r["workload"], {})[r["variant"]] = r
+    return rows, header
+
+
+def agree(a, b, rtol=1e-3):
+    """checksums_agree of bench/workloads/harness.h: same shapes, sums within rtol of the sum
+    of absolute values, and the position-weighted sums within a tenth of their spread."""
+    if [list(s) for s in a["out_shapes"]] != [list(s) for s in b["out_shapes"]]:
+        return False
+    scale = max(a["abs_checksum"], b["abs_checksum"])
+    if abs(a["checksum"] - b["checksum"]) > rtol * scale:
+        return False
+    if abs(a["abs_checksum"] - b["abs_checksum"]) > rtol * scale:
+        return False
+    for k in range(len(a.get("weighted", []))):
+        spread = math.sqrt(max(a["weighted_sq"][k], b["weighted_sq"][k]))
+        if abs(a["weighted"][k] - b["weighted"][k]) > 0.1 * spread:
+            return False
+    return True
+
+
+def ok(r):
+    return r is not None and "median_ms" in r
+
+
+def fmt_ms(ms):
+    if ms >= 100:
+        return f"{ms:.0f}"
+    if ms >= 10:
+        return f"{ms:.1f}"
+    if ms >= 1:
+        return f"{ms:.2f}"
+    return f"{ms:.3g}"
+
+
+def why(r):
+    """The text of an empty cell."""
+    if r is None:
+        return "not run"
+    if "skipped" in r and r["variant"] == "setup":
+        return "— " + r["skipped"]
+    if "skipped" in r:
+        return "— " + r["skipped"]
+    if "error" in r:
+        return "failed: " + r["error"][:120].replace("|", "/")
+    return ""
+
+
+def best(rows, system, wl):
+    """(ms, variant) of a system's fastest batched variant on a workload, or None."""
+    pick = LANES_BEST if system == "lanes" else (lambda v: v in PEER_BEST[system])
+    cands = [(r["median_ms"], v) for v, r in rows.get(wl, {}).items() if pick(v) and ok(r)]
+    return min(cands) if cands else None
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    except Exception:
+        return ""
+
+
+def machine():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "").split()
+    except OSError:
+        flags = []
+    simd = next((x for x in ("avx512f", "avx2", "neon") if x in flags), "")
+    model = model or platform.processor() or platform.machine()
+    return model + (f" ({simd})" if simd else ""), os.cpu_count()
+
+
+def lanes_version(root):
+    commit = sh(f"git -C {root} rev-parse --short HEAD")
+    dirty = sh(f"git -C {root} status --porcelain -uno -- . ':!bench/results'")
+    dirty = " (uncommitted changes)" if dirty else ""
+    cxx = ""
+    try:
+        with open(os.path.join(root, "build", "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_CXX_COMPILER:"):
+                    cxx = sh(f"{line.split('=', 1)[1].strip()} --version").splitlines()[0]
+    except (OSError, IndexError):
+        pass
+    return f"lanes {commit}{dirty}, Release, {cxx}".strip(", ")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for s in ("lanes", "jax", "torch"):
+        p.add_argument(f"--{s}", required=True)
+    p.add_argument("--threads", type=int, required=True)
+    p.add_argument("--md", required=True)
+    p.add_argument("--png", required=True)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--load", default="", help="load average when the run started")
+    p.add_argument("--elapsed", default="", help="how long the script had run, installs included")
+    args = p.parse_args()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+    data, headers = {}, {}
+    for s in ("lanes", "jax", "torch"):
+        data[s], headers[s] = read_jsonl(getattr(args, s), s)
+    workloads = list(data["lanes"])  # lanes' order, that of WORKLOADS.md
+    for s in ("jax", "torch"):
+        workloads += [w for w in data[s] if w not in workloads]
+
+    # Checksums: every peer variant that ran against lanes' vmap (else lanes' first variant).
+    disagreements = []
+    for wl in workloads:
+        lanes_rows = data["lanes"].get(wl, {})
+        ref = lanes_rows.get("vmap") if ok(lanes_rows.get("vmap")) else next(
+            (r for r in lanes_rows.values() if ok(r)), None)
+        for s in ("jax", "torch"):
+            for v, r in data[s].get(wl, {}).items():
+                if ok(r) and ref is not None:
+                    r["agrees"] = agree(ref, r)
+                    if not r["agrees"]:
+                        disagreements.append(
+                            f"{wl}: {s} {v} (sum {r['checksum']:.6g}, |sum| "
+                            f"{r['abs_checksum']:.6g}) vs lanes {ref['variant']} (sum "
+                            f"{ref['checksum']:.6g}, |sum| {ref['abs_checksum']:.6g})")
+
+    model, cores = machine()
+    versions = [lanes_version(root)]
+    for s in ("jax", "torch"):
+        versions += [f"{k} {v}" for k, v in headers[s].get("versions", {}).items()
+                     if not (s == "torch" and k == "numpy")]
+    versions.append(f"Python {platform.python_version()}")
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+    out = []
+    out.append("# lanes, jax and PyTorch on the same workloads\n")
+    out.append(f"- date: {date}{' — **--quick run: 2 timed runs per cell, not for quoting**' if args.quick else ''}")
+    out.append(f"- machine: {model}, {cores} cores; load average (1, 5, 15 min) at the start: "
+               f"{args.load or '?'}" + (f"; the whole script took {args.elapsed}" if args.elapsed
+                                        else ""))
+    out.append(f"- threads: {args.threads} for every system (see bench/peers/README.md for how "
+               "each is pinned)")
+    out.append(f"- versions: {'; '.join(versions)}")
+    out.append("- made by `scripts/bench_peers.sh"
+               f"{' --quick' if args.quick else ''} --threads {args.threads}`: every system "
+               "reads the inputs `build/bench/workloads --dump-inputs` wrote, so all compute the "
+               "same thing; each checksum is compared with lanes'.\n")
+    out.append("Median wall time in ms of one call on the whole batch (lower is better). "
+               "**ratio** = lanes' best batched variant / the best peer's batched variant "
+               "(below 1: lanes is faster); a bold ratio is a row a peer wins by more than 5%, ≈ a tie within 5%. A ✗ marks a "
+               "result that disagrees with lanes'. Empty cells say why.\n")
+    title = " | ".join(c[0] for c in COLUMNS)
+    out.append(f"| workload | {title} | lanes best | best peer | ratio |")
+    out.append("|---" * (len(COLUMNS) + 4) + "|")
+    notes = {}
+    ratios = {}
+    for wl in workloads:
+        cells = []
+        for _, s, v in COLUMNS:
+            r = data[s].get(wl, {}).get(v) or data[s].get(wl, {}).get("setup")
+            if ok(r):
+                cell = fmt_ms(r["median_ms"]) + ("" if r.get("agrees", True) else " ✗")
+                if r.get("note"):
+                    notes.setdefault(wl, set()).add(f"{s} {v}: {r['note']}")
+                    cell += " ¹"
+                cells.append(cell)
+            else:
+                cells.append(why(r))
+        lb = best(data["lanes"], "lanes", wl)
+        peers = [(b[0], f"{s} {b[1]}") for s in ("jax", "torch") if (b := best(data[s], s, wl))]
+        bp = min(peers) if peers else None
+        lanes_cell = f"{fmt_ms(lb[0])} ({lb[1]})" if lb else "—"
+        peer_cell = f"{fmt_ms(bp[0])} ({bp[1]})" if bp else "—"
+        if lb and bp:
+            ratio = lb[0] / bp[0]
+            ratios[wl] = (ratio, bp[1])
+            text = f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+            ratio_cell = f"**{text}**" if ratio > TIE else f"{text} ≈" if ratio >= 1 / TIE else text
+        else:
+            ratio_cell = "—"
+        out.append(f"| {wl} | {' | '.join(cells)} | {lanes_cell} | {peer_cell} | {ratio_cell} |")
+    if notes:
+        out.append("\n¹ How the peer ran this cell:\n")
+        for wl, ns in notes.items():
+            out.append(f"- {wl}: " + "; ".join(sorted(ns)))
+    wins = [wl for wl, (r, _) in ratios.items() if r > TIE]
+    ties = [wl for wl, (r, _) in ratios.items() if 1 / TIE <= r <= TIE]
+    out.append(f"\nlanes is faster than every peer on {len(ratios) - len(wins) - len(ties)} of "
+               f"{len(ratios)} rows" + (f", within 5% (≈) on {', '.join(ties)}" if ties else "")
+               + (f"; a peer wins {', '.join(wins)} (bench/README.md says what it does that "
+                  "lanes doesn't)." if wins else "."))
+    if disagreements:
+        out.append("\n**Results that disagree with lanes':**\n")
+        out += [f"- {d}" for d in disagreements]
+    else:
+        out.append("\nEvery peer result agrees with lanes' (checksums of "
+                   "bench/workloads/harness.h).")
+
+    # The loop and hand-written variants, for reference.
+    out.append("\n## Loop and hand-batched variants\n")
+    out.append("`loop`: the per-example function called once per example (jax: jitted, from "
+               "Python; torch: eager); `manual`: hand-batched code in each system (torch eager, "
+               "jax jitted, lanes eager). Median ms.\n")
+    out.append("| workload | lanes loop | lanes manual | jax loop | jax manual | torch loop | "
+               "torch manual |")
+    out.append("|---" * 7 + "|")
+    for wl in workloads:
+        cells = []
+        for s in ("lanes", "jax", "torch"):
+            for v in ("loop", "manual"):
+                r = data[s].get(wl, {}).get(v) or data[s].get(wl, {}).get("setup")
+                cells.append(fmt_ms(r["median_ms"]) + ("" if r.get("agrees", True) else " ✗")
+                             if ok(r) else why(r))
+        out.append(f"| {wl} | {' | '.join(cells)} |")
+
+    os.makedirs(os.path.dirname(os.path.abspath(args.md)), exist_ok=True)
+    with open(args.md, "w") as f:
+        f.write("\n".join(out) + "\n")
+    chart(data, workloads, args.png, f"{model}, {args.threads} threads, {date}"
+          + (" (--quick)" if args.quick else ""))
+    for wl, (r, peer) in ratios.items():
+        print(f"{wl:20s} lanes/best peer = {r:6.2f}  ({peer})")
+    if disagreements:
+        print("DISAGREE:\n  " + "\n  ".join(disagreements), file=sys.stderr)
+        return 1
+    return 0
+
+
+def chart(data, workloads, path, subtitle):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = ["#1f77b4", "#6baed6", "#2ca02c", "#d62728", "#ff9896"]
+    fig, ax = plt.subplots(figsize=(max(12, 0.9 * len(workloads)), 6))
+    width = 0.8 / len(COLUMNS)
+    for k, (title, s, v) in enumerate(COLUMNS):
+        xs, ys = [], []
+        for i, wl in enumerate(workloads):
+            r = data[s].get(wl, {}).get(v)
+            if ok(r):
+                xs.append(i + (k - (len(COLUMNS) - 1) / 2) * width)
+                ys.append(r["median_ms"])
+        ax.bar(xs, ys, width, label=title, color=colors[k])
+        for i, wl in enumerate(workloads):  # an empty cell: a mark at the bottom, not a gap
+            if not ok(data[s].get(wl, {}).get(v)):
+                ax.text(i + (k - (len(COLUMNS) - 1) / 2) * width, 0.02, "×", color=colors[k],
+                        ha="center", va="bottom", fontsize=9, transform=ax.get_xaxis_transform())
+    ax.set_yscale("log")
+    bottom, top = ax.get_ylim()
+    ax.set_ylim(bottom, top * 30)  # room for the legend above the tallest bars
+    ax.set_xticks(range(len(workloads)))
+    ax.set_xticklabels(workloads, rotation=40, ha="right")
+    ax.set_ylabel("median ms per call (log scale, lower is better)")
+    ax.set_title("lanes vs jax vs PyTorch on the lanes workloads (× = the system has no such "
+                 f"variant for the row; see peers.md)\n{subtitle}", fontsize=10)
+    ax.legend(ncol=len(COLUMNS), fontsize=8, loc="upper left")
+    ax.grid(axis="y", which="major", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
