@@ -274,11 +274,11 @@ def dropout_draws(inputs, params):
 
     variants = mapped_variants(masks, (0, 0, 0), (x, keep1, keep2))
     for v in ("jit(vmap)", "vmap"):
-        variants[v] = Variant(variants[v], note=note)
+        variants[v] = Variant(variants[v], note=note, ranked=False)
     del variants["loop"]  # lanes has no loop for this row
     m = jax.jit(lambda x, k1, k2: (jnp.where(k1, F32(scale), F32(0)) + x[:, None],
                                    jnp.where(k2, F32(scale), F32(0)) + x[:, None]))
-    variants["manual"] = Variant(lambda: m(x, keep1, keep2), note=note)
+    variants["manual"] = Variant(lambda: m(x, keep1, keep2), note=note, ranked=False)
     return variants
 
 

@@ -105,7 +105,8 @@ def lookup(rows, variant):
 def best(rows, system, wl):
     """(ms, variant) of a system's fastest batched variant on a workload, or None."""
     pick = LANES_BEST if system == "lanes" else (lambda v: v in PEER_BEST[system])
-    cands = [(r["median_ms"], v) for v, r in rows.get(wl, {}).items() if pick(v) and ok(r)]
+    cands = [(r["median_ms"], v) for v, r in rows.get(wl, {}).items()
+             if pick(v) and ok(r) and r.get("ranked", True)]
     return min(cands) if cands else None
 
 

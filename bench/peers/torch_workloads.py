@@ -276,8 +276,10 @@ def dropout_draws(inputs, params):
         return (torch.where(k1, scale, 0.0) + x[:, None], torch.where(k2, scale, 0.0) + x[:, None])
 
     variants = mapped_variants(masks, (0, 0, 0), (x, keep1, keep2), note=note)
+    for v in ("vmap", "compile"):
+        variants[v].ranked = False  # no draws: timed, but not the row's best peer
     del variants["loop"]  # lanes has no loop for this row
-    variants["manual"] = Variant(lambda: manual(x, keep1, keep2), note=note)
+    variants["manual"] = Variant(lambda: manual(x, keep1, keep2), note=note, ranked=False)
     return variants
 
 
