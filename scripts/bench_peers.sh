@@ -71,7 +71,8 @@ cmake --build build -j "$(nproc)" --target workloads >/dev/null
 # ---- 3. the inputs -------------------------------------------------------------------------------
 inputs=build/peers-inputs
 rm -rf "$inputs"
-build/bench/workloads --dump-inputs "$inputs" "${selected[@]}" >/dev/null
+# --quick too: a workload that shrinks under it (perex_grad_norms) dumps the inputs it runs on.
+build/bench/workloads --dump-inputs "$inputs" "${quick[@]}" "${selected[@]}" >/dev/null
 say "inputs in $inputs"
 
 # ---- 4. the three systems on the same cores ------------------------------------------------------

@@ -28,10 +28,12 @@ def workload(fn):
 
 
 class Variant:
-    """A variant's function; `once`: one cold timed run (a loop that would take minutes)."""
+    """A variant's function; `once`: one cold timed run (a loop that would take minutes);
+    `ranked=False`: a cell that does not do all of the row's work (dropout_draws' peers apply
+    lanes' masks instead of drawing), timed and checked but never the row's best peer."""
 
-    def __init__(self, run, once=False, note=None):
-        self.run, self.once, self.note = run, once, note
+    def __init__(self, run, once=False, note=None, ranked=True):
+        self.run, self.once, self.note, self.ranked = run, once, note, ranked
 
 
 class Skip:
@@ -190,4 +192,6 @@ def run_all(system, versions, block, to_numpy, argv=None):
                 fields["first_call_ms"] = first_ms
             if v.note:
                 fields["note"] = v.note
+            if not v.ranked:
+                fields["ranked"] = False
             emit(vname, **fields)

@@ -196,6 +196,92 @@ def perex_mlp(inputs, params):
     return mapped_variants(jax.grad(loss), (None, 0, 0), (p, x, y), manual=manual)
 
 
+def mlp_loss(q, xi, yi, keep1=None, keep2=None, scale=1.0):
+    """perex_mlp's loss; with keep masks, dropout after each tanh (kept values times scale)."""
+    h1 = jnp.tanh(xi @ q[0] + q[1])
+    if keep1 is not None:
+        h1 = jnp.where(keep1, h1 * scale, 0.0)
+    h2 = jnp.tanh(h1 @ q[2] + q[3])
+    if keep2 is not None:
+        h2 = jnp.where(keep2, h2 * scale, 0.0)
+    return cross_entropy(h2 @ q[4] + q[5], yi)
+
+
+# Eager jax.vmap materializes every per-example gradient; above this it gets no cell.
+EAGER_LIMIT_BYTES = 8 << 30
+GRAD_NORMS_CHUNK = 64  # the examples perex_grad_norms' jit(vmap) maps at a time
+
+
+@workload
+def perex_grad_norms(inputs, params):
+    p = put(inputs, "w1", "b1", "w2", "b2", "w3", "b3")
+    x, y = put(inputs, "x", "y")
+
+    def norm(q, xi, yi):
+        g = jax.grad(mlp_loss)(q, xi, yi)
+        return jnp.sqrt(sum(jnp.sum(jnp.square(t)) for t in g))
+
+    variants = mapped_variants(norm, (None, 0, 0), (p, x, y))
+    variants["loop"] = Variant(variants["loop"], once=True)  # 4096 calls, as lanes' loop
+    # XLA does not fuse the per-example outer products (dot_generals) into the sums of squares:
+    # jit(vmap) of 4096 examples asks for 30 GB ("Out of memory allocating 30534696960 bytes").
+    # jax's chunked vmap is lax.map with batch_size (a scan over vmapped chunks), as torch's
+    # chunk_size; 64 at a time, as in torch_workloads.py.
+    chunk = min(GRAD_NORMS_CHUNK, x.shape[0])
+    chunked = jax.jit(lambda q, x, y: lax.map(lambda xy: norm(q, *xy), (x, y), batch_size=chunk))
+    variants["jit(vmap)"] = Variant(lambda: chunked(p, x, y),
+                                    note=f"jit(lax.map(batch_size={chunk})): unchunked jit(vmap) "
+                                    "allocates 30 GB at 4096 examples")
+    grads_bytes = x.shape[0] * sum(t.size for t in p) * 4
+    if grads_bytes > EAGER_LIMIT_BYTES:
+        variants["vmap"] = Skip(f"eager vmap materializes the per-example gradients: "
+                                f"{grads_bytes / 2**30:.0f} GiB")
+    return variants
+
+
+@workload
+def perex_mlp_dropout(inputs, params):
+    p = put(inputs, "w1", "b1", "w2", "b2", "w3", "b3")
+    x, y, keep1, keep2 = put(inputs, "x", "y", "keep1", "keep2")
+    scale = 1.0 / (1.0 - params["rate"])
+
+    def loss(q, xi, yi, k1, k2):  # lanes' masks, dumped (jax cannot draw lanes' numbers)
+        return mlp_loss(q, xi, yi, k1, k2, scale)
+
+    def manual(q, x, y, k1, k2):
+        h1 = jnp.tanh(x @ q[0] + q[1])
+        a1 = jnp.where(k1, h1 * scale, 0.0)
+        h2 = jnp.tanh(a1 @ q[2] + q[3])
+        a2 = jnp.where(k2, h2 * scale, 0.0)
+        d3 = jax.nn.softmax(a2 @ q[4] + q[5]) - jax.nn.one_hot(y, 10, dtype=F32)
+        d2 = jnp.where(k2, (d3 @ q[4].T) * scale, 0.0) * (1 - h2 * h2)
+        d1 = jnp.where(k1, (d2 @ q[2].T) * scale, 0.0) * (1 - h1 * h1)
+        return outer_rows(x, d1), d1, outer_rows(a1, d2), d2, outer_rows(a2, d3), d3
+
+    return mapped_variants(jax.grad(loss), (None, 0, 0, 0, 0), (p, x, y, keep1, keep2),
+                           manual=manual)
+
+
+@workload
+def dropout_draws(inputs, params):
+    x, keep1, keep2 = put(inputs, "x", "keep1", "keep2")
+    scale = 1.0 / (1.0 - params["rate"])
+    note = "applies lanes' dumped masks: no random draws"
+
+    def masks(xi, k1, k2):
+        ones = jnp.ones(k1.shape, F32)
+        return jnp.where(k1, ones * scale, 0.0) + xi, jnp.where(k2, ones * scale, 0.0) + xi
+
+    variants = mapped_variants(masks, (0, 0, 0), (x, keep1, keep2))
+    for v in ("jit(vmap)", "vmap"):
+        variants[v] = Variant(variants[v], note=note, ranked=False)
+    del variants["loop"]  # lanes has no loop for this row
+    m = jax.jit(lambda x, k1, k2: (jnp.where(k1, F32(scale), F32(0)) + x[:, None],
+                                   jnp.where(k2, F32(scale), F32(0)) + x[:, None]))
+    variants["manual"] = Variant(lambda: m(x, keep1, keep2), note=note, ranked=False)
+    return variants
+
+
 def conv(x, w, stride, pad):
     """NCHW x OIHW convolution of one example (C, H, W)."""
     return lax.conv_general_dilated(x[None], w, (stride, stride), ((pad, pad), (pad, pad)),

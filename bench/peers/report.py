@@ -94,10 +94,19 @@ def why(r):
     return ""
 
 
+def lookup(rows, variant):
+    """The record of `variant`, or of its qualified form ("vmap (budget)" for "vmap": the
+    variants of perex_grad_norms), or None."""
+    if variant in rows:
+        return rows[variant]
+    return next((r for v, r in rows.items() if v.startswith(variant + " (") and ok(r)), None)
+
+
 def best(rows, system, wl):
     """(ms, variant) of a system's fastest batched variant on a workload, or None."""
     pick = LANES_BEST if system == "lanes" else (lambda v: v in PEER_BEST[system])
-    cands = [(r["median_ms"], v) for v, r in rows.get(wl, {}).items() if pick(v) and ok(r)]
+    cands = [(r["median_ms"], v) for v, r in rows.get(wl, {}).items()
+             if pick(v) and ok(r) and r.get("ranked", True)]
     return min(cands) if cands else None
 
 
@@ -168,8 +177,8 @@ def main():
     disagreements = []
     for wl in workloads:
         lanes_rows = data["lanes"].get(wl, {})
-        ref = lanes_rows.get("vmap") if ok(lanes_rows.get("vmap")) else next(
-            (r for r in lanes_rows.values() if ok(r)), None)
+        ref = lookup(lanes_rows, "vmap")
+        ref = ref if ok(ref) else next((r for r in lanes_rows.values() if ok(r)), None)
         for s in ("jax", "torch"):
             for v, r in data[s].get(wl, {}).items():
                 if ok(r) and ref is not None:
@@ -213,7 +222,7 @@ def main():
     for wl in workloads:
         cells = []
         for _, s, v in COLUMNS:
-            r = data[s].get(wl, {}).get(v) or data[s].get(wl, {}).get("setup")
+            r = lookup(data[s].get(wl, {}), v) or data[s].get(wl, {}).get("setup")
             if ok(r):
                 cell = fmt_ms(r["median_ms"]) + ("" if r.get("agrees", True) else " ✗")
                 if r.get("note"):
@@ -264,7 +273,7 @@ def main():
         cells = []
         for s in ("lanes", "jax", "torch"):
             for v in ("loop", "manual"):
-                r = data[s].get(wl, {}).get(v) or data[s].get(wl, {}).get("setup")
+                r = lookup(data[s].get(wl, {}), v) or data[s].get(wl, {}).get("setup")
                 cells.append(fmt_ms(r["median_ms"]) + ("" if r.get("agrees", True) else " ✗")
                              if ok(r) else why(r))
         out.append(f"| {wl} | {' | '.join(cells)} |")

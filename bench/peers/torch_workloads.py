@@ -200,6 +200,89 @@ def perex_mlp(inputs, params):
     return mapped_variants(grad(loss), (None, 0, 0), (p, x, y), manual=manual)
 
 
+def mlp_loss(q, xi, yi, keep1=None, keep2=None, scale=1.0):
+    """perex_mlp's loss; with keep masks, dropout after each tanh (kept values times scale)."""
+    h1 = torch.tanh(xi @ q[0] + q[1])
+    if keep1 is not None:
+        h1 = torch.where(keep1, h1 * scale, 0.0)
+    h2 = torch.tanh(h1 @ q[2] + q[3])
+    if keep2 is not None:
+        h2 = torch.where(keep2, h2 * scale, 0.0)
+    return F.cross_entropy(h2 @ q[4] + q[5], yi)
+
+
+# The examples torch.func.vmap maps at a time in perex_grad_norms: unchunked, the per-example
+# gradients of all 4096 examples (1.86M floats each) are 30 GB; 64 at a time they are 476 MB,
+# about lanes' 1 GiB budget once the squares beside them are counted.
+GRAD_NORMS_CHUNK = 64
+
+
+@workload
+def perex_grad_norms(inputs, params):
+    p = put(inputs, "w1", "b1", "w2", "b2", "w3", "b3")
+    x, y = put(inputs, "x", "y")
+
+    def norm(q, xi, yi):
+        g = grad(mlp_loss)(q, xi, yi)
+        return torch.sqrt(sum(torch.sum(torch.square(t)) for t in g))
+
+    chunk = min(GRAD_NORMS_CHUNK, x.shape[0])
+    note = f"torch.func.vmap chunk_size={chunk} (unchunked: 30 GB at 4096 examples)"
+    batched = vmap(norm, in_dims=(None, 0, 0), chunk_size=chunk)
+    compiled = torch.compile(batched)
+
+    def loop():
+        return torch.stack([norm(p, x[i], y[i]) for i in range(x.shape[0])])
+
+    return {"vmap": Variant(lambda: batched(p, x, y), note=note),
+            "compile": Variant(lambda: compiled(p, x, y), note=note),
+            "loop": Variant(loop, once=True)}
+
+
+@workload
+def perex_mlp_dropout(inputs, params):
+    p = put(inputs, "w1", "b1", "w2", "b2", "w3", "b3")
+    x, y, keep1, keep2 = put(inputs, "x", "y", "keep1", "keep2")
+    scale = 1.0 / (1.0 - params["rate"])
+
+    def loss(q, xi, yi, k1, k2):  # lanes' masks, dumped (torch cannot draw lanes' numbers)
+        return mlp_loss(q, xi, yi, k1, k2, scale)
+
+    def manual(q, x, y, k1, k2):
+        h1 = torch.tanh(x @ q[0] + q[1])
+        a1 = torch.where(k1, h1 * scale, 0.0)
+        h2 = torch.tanh(a1 @ q[2] + q[3])
+        a2 = torch.where(k2, h2 * scale, 0.0)
+        d3 = torch.softmax(a2 @ q[4] + q[5], -1) - F.one_hot(y, 10).float()
+        d2 = torch.where(k2, (d3 @ q[4].T) * scale, 0.0) * (1 - h2 * h2)
+        d1 = torch.where(k1, (d2 @ q[2].T) * scale, 0.0) * (1 - h1 * h1)
+        return outer_rows(x, d1), d1, outer_rows(a1, d2), d2, outer_rows(a2, d3), d3
+
+    return mapped_variants(grad(loss), (None, 0, 0, 0, 0), (p, x, y, keep1, keep2),
+                           manual=manual)
+
+
+@workload
+def dropout_draws(inputs, params):
+    x, keep1, keep2 = put(inputs, "x", "keep1", "keep2")
+    scale = 1.0 / (1.0 - params["rate"])
+    note = "applies lanes' dumped masks: no random draws"
+
+    def masks(xi, k1, k2):
+        ones = torch.ones(k1.shape)
+        return torch.where(k1, ones * scale, 0.0) + xi, torch.where(k2, ones * scale, 0.0) + xi
+
+    def manual(x, k1, k2):
+        return (torch.where(k1, scale, 0.0) + x[:, None], torch.where(k2, scale, 0.0) + x[:, None])
+
+    variants = mapped_variants(masks, (0, 0, 0), (x, keep1, keep2), note=note)
+    for v in ("vmap", "compile"):
+        variants[v].ranked = False  # no draws: timed, but not the row's best peer
+    del variants["loop"]  # lanes has no loop for this row
+    variants["manual"] = Variant(lambda: manual(x, keep1, keep2), note=note, ranked=False)
+    return variants
+
+
 @workload
 def perex_cnn(inputs, params):
     p = put(inputs, "w1", "b1", "w2", "b2", "w3", "b3")

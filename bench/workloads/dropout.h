@@ -79,6 +79,20 @@ inline std::vector<Variant> perex_mlp_dropout() {
                              0, different);
   auto compiled = lanes::compile(batched);
   const Tensor lane_keys = dropout_lane_keys(batch);
+  // The peers cannot reproduce lanes' counter-based draws: they get the keep masks every
+  // variant draws (those of dropout_masks, which the manual variant uses too) as inputs.
+  inputs({{"w1", p.w1},
+          {"b1", p.b1},
+          {"w2", p.w2},
+          {"b2", p.b2},
+          {"w3", p.w3},
+          {"b3", p.b3},
+          {"x", x},
+          {"y", y}});
+  if (input_log())
+    inputs({{"keep1", dropout_masks(lane_keys, 0, p.w1.shape(1))},
+            {"keep2", dropout_masks(lane_keys, 1, p.w2.shape(1))}});
+  param("rate", kDropRate);
   return {
       {"loop",
        [=] {
@@ -116,6 +130,13 @@ inline std::vector<Variant> dropout_draws() {
   auto compiled = lanes::compile(lanes::vmap(masks, 0, 0, different));
   const Tensor x = lanes::zeros({batch});
   const Tensor lane_keys = dropout_lane_keys(batch);
+  // The masks lanes draws, for the peers (which apply them instead of drawing, see
+  // bench/peers/README.md).
+  inputs({{"x", x}});
+  if (input_log())
+    inputs({{"keep1", dropout_masks(lane_keys, 0, width)},
+            {"keep2", dropout_masks(lane_keys, 1, width)}});
+  param("rate", kDropRate);
   return {
       {"vmap+compile",
        [=] {
