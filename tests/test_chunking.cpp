@@ -77,12 +77,15 @@ TEST(Chunking, AxesOtherThanTheFirstAndBroadcastLeaves) {
   auto spec = lanes::in_axes(1, 0, lanes::none);
   const lanes::AxisSpec outs{1, -1, lanes::none};
   const auto whole = warm(lanes::vmap(f, spec, outs), x, b, w);
-  for (int64_t c : {1, 3, 4, 9}) {
+  // Equal to rounding: a chunk is a strided view of x, and under the sanitizer build (-O2) the
+  // strided matrix-vector path contracts its multiply-adds differently from the contiguous one
+  // (the Release build gives identical bits; the other tests check those).
+  for (int64_t c : {1, 2, 3, 4, 9}) {
     SCOPED_TRACE(c);
     for (int call = 0; call < 3; ++call) {
       const auto part = lanes::vmap(f, spec, outs, chunks_of(c))(x, b, w);
-      expect_identical(std::get<0>(part), std::get<0>(whole));
-      expect_identical(std::get<1>(part), std::get<1>(whole));
+      near(std::get<0>(part), std::get<0>(whole), 1e-14);
+      near(std::get<1>(part), std::get<1>(whole), 1e-14);
       expect_identical(std::get<2>(part), std::get<2>(whole));
     }
   }
