@@ -35,107 +35,18 @@
 #include <type_traits>
 
 #include "core/strided.h"
+#include "kernels/reduce_leaves.h"
 #include "lanes/parallel.h"
 
 namespace lanes::kernels {
 
 namespace {
 
-constexpr int64_t kBlock = 2048;      // elements per leaf of a row reduction
+using namespace reduce_leaves;
+
 constexpr int64_t kTile = 8192;       // columns per unit of a column reduction
-constexpr int64_t kGrain = 32768;     // elements a thread should get at least
 constexpr int64_t kNarrow = 64;       // widest rows narrow_leaf takes
 constexpr int64_t kMaxPeriod = 1024;  // >= narrow_period(len) for len <= kNarrow
-
-template <class T>
-constexpr bool kFloat = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
-template <class T>
-bool is_nan(T v) {
-  if constexpr (kFloat<T>)
-    return v != v;
-  else
-    return false;
-}
-
-// ---- combining operations: identity, apply on scalars and on xsimd batches (floats) -------------
-
-/// cond ? a : b for scalars and for batches.
-template <class V>
-V pick(bool cond, const V& a, const V& b) {
-  return cond ? a : b;
-}
-template <class T, class A>
-xsimd::batch<T, A> pick(const xsimd::batch_bool<T, A>& cond, const xsimd::batch<T, A>& a,
-                        const xsimd::batch<T, A>& b) {
-  return xsimd::select(cond, a, b);
-}
-
-// Integer sums and products run on the unsigned twin of the dtype (see dispatch()). max/min keep
-// the accumulator a unless b wins or a is NaN; a NaN b wins since a > NaN is false.
-// clang-format off
-struct SumOp {
-  template <class T> static T identity() { return T(0); }
-  template <class V> static V apply(const V& a, const V& b) { return a + b; }
-};
-struct ProdOp {
-  template <class T> static T identity() { return T(1); }
-  template <class V> static V apply(const V& a, const V& b) { return a * b; }
-};
-struct MaxOp {
-  template <class T> static T identity() {
-    return kFloat<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  }
-  template <class V> static V apply(const V& a, const V& b) { return pick((a > b) | (a != a), a, b); }
-};
-struct MinOp {
-  template <class T> static T identity() {
-    return kFloat<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
-  }
-  template <class V> static V apply(const V& a, const V& b) { return pick((a < b) | (a != a), a, b); }
-};
-// clang-format on
-
-// ---- leaves -----------------------------------------------------------------------------------
-
-/// Reduction of n contiguous elements: 4 SIMD accumulators, the tail padded with the identity,
-/// then a tree over the lanes. Integers use 4 scalar accumulators (exact in any order).
-template <class Op, class T>
-T reduce_contiguous(const T* p, int64_t n) {
-  const T id = Op::template identity<T>();
-  if constexpr (kFloat<T>) {
-    using B = xsimd::batch<T>;
-    constexpr int64_t W = B::size;
-    if (n >= W) {
-      B a0(id), a1(id), a2(id), a3(id);
-      int64_t i = 0;
-      for (; i + 4 * W <= n; i += 4 * W) {
-        a0 = Op::apply(a0, B::load_unaligned(p + i));
-        a1 = Op::apply(a1, B::load_unaligned(p + i + W));
-        a2 = Op::apply(a2, B::load_unaligned(p + i + 2 * W));
-        a3 = Op::apply(a3, B::load_unaligned(p + i + 3 * W));
-      }
-      for (; i + W <= n; i += W) a0 = Op::apply(a0, B::load_unaligned(p + i));
-      if (i < n) {
-        std::array<T, W> tail;
-        tail.fill(id);
-        std::copy(p + i, p + n, tail.begin());
-        a1 = Op::apply(a1, B::load_unaligned(tail.data()));
-      }
-      std::array<T, W> lanes;
-      Op::apply(Op::apply(a0, a1), Op::apply(a2, a3)).store_unaligned(lanes.data());
-      for (int64_t w = W / 2; w >= 1; w /= 2)
-        for (int64_t k = 0; k < w; ++k) lanes[k] = Op::apply(lanes[k], lanes[k + w]);
-      return lanes[0];
-    }
-  }
-  T a[4] = {id, id, id, id};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (int k = 0; k < 4; ++k) a[k] = Op::apply(a[k], p[i + k]);
-  for (; i < n; ++i) a[0] = Op::apply(a[0], p[i]);
-  return Op::apply(Op::apply(a[0], a[1]), Op::apply(a[2], a[3]));
-}
 
 /// One block (n <= kBlock) of a row with any step; strided blocks are gathered first so a row
 /// gives the same result in every layout.
@@ -523,115 +434,11 @@ Tensor dispatch(const Tensor& x, const std::vector<int64_t>& axes, const Tensor&
   return out;
 }
 
-// ---- argmax / argmin --------------------------------------------------------------------------
-
-constexpr int64_t kArgTile = 256;
-
-/// Whether v replaces best as the extreme: it is NaN, or strictly beyond (the first one stays).
-template <bool kMax, class T>
-bool wins(T v, T best) {
-  return is_nan(v) | (kMax ? v > best : v < best);
-}
-
-/// Index of the first extreme of p[0], p[step], ..., p[(n - 1) * step]: the SIMD max (min) of
-/// each block, the first block holding the overall extreme (or a NaN), then a scan of that block.
-template <bool kMax, class T>
-int64_t arg_row(const T* p, int64_t n, int64_t step) {
-  using Op = std::conditional_t<kMax, MaxOp, MinOp>;
-  T buf[kBlock];
-  T best = p[0];
-  int64_t start = 0;
-  for (int64_t b = 0; b < n && !is_nan(best); b += kBlock) {
-    const int64_t m = std::min(kBlock, n - b);
-    const T* q = p + b * step;
-    if (step != 1) {
-      for (int64_t i = 0; i < m; ++i) buf[i] = q[i * step];
-      q = buf;
-    }
-    const T v = reduce_contiguous<Op>(q, m);
-    if (b == 0 || wins<kMax>(v, best)) best = v, start = b;
-  }
-  const int64_t m = std::min(kBlock, n - start);
-  for (int64_t i = 0; i < m; ++i) {
-    const T v = p[(start + i) * step];
-    if (v == best || (is_nan(best) && is_nan(v))) return start + i;
-  }
-  return start;  // not reached
-}
-
-/// arg_row for w adjacent columns (column c at p + c * col_step) at once, row by row, without
-/// branches so the column loop vectorises.
-template <bool kMax, class T>
-void arg_columns(const T* p, int64_t n, int64_t step, int64_t w, int64_t col_step, int64_t* out,
-                 int64_t out_step) {
-  T best[kArgTile];
-  int64_t index[kArgTile];
-  for (int64_t c = 0; c < w; ++c) best[c] = p[c * col_step], index[c] = 0;
-  auto scan = [&](auto col) {  // col: the column step, a constant 1 when contiguous
-    for (int64_t i = 1; i < n; ++i) {
-      const T* row = p + i * step;
-      for (int64_t c = 0; c < w; ++c) {
-        const T v = row[c * col], b = best[c];
-        const bool take = !is_nan(b) & wins<kMax>(v, b);
-        best[c] = take ? v : b;
-        index[c] = take ? i : index[c];
-      }
-    }
-  };
-  if (col_step == 1)
-    scan(std::integral_constant<int64_t, 1>{});
-  else
-    scan(col_step);
-  for (int64_t c = 0; c < w; ++c) out[c * out_step] = index[c];
-}
-
-template <bool kMax, class T>
-void run_arg(const Tensor& x, int64_t axis, Tensor& out) {
-  const int64_t n = x.shape()[axis], step = x.strides()[axis];
-  Shape shape;
-  std::array<Strides, 2> strides;  // output, input
-  const Strides out_strides = contiguous_strides(out.shape());
-  for (int64_t d = 0, o = 0; d < x.ndim(); ++d) {
-    if (d == axis) continue;
-    shape.push_back(x.shape()[d]);
-    strides[0].push_back(out_strides[o++]);
-    strides[1].push_back(x.strides()[d]);
-  }
-  detail::coalesce(shape, strides);
-  const T* in = static_cast<const T*>(x.raw_data());
-  int64_t* o = out.mutable_data<int64_t>();
-  const int64_t len = shape.back(), rows = detail::num_rows(shape);
-  const int64_t col_in = strides[1].back(), col_out = strides[0].back();
-  // Columns side by side when the reduced axis is the outer one in memory; else scan each.
-  const bool by_columns = len > 1 && std::abs(step) > std::abs(col_in);
-  const int64_t tile = by_columns ? std::min(len, kArgTile) : 1, tiles = (len + tile - 1) / tile;
-  auto unit = [&](const T* q, int64_t* r, int64_t w) {
-    if (by_columns)
-      arg_columns<kMax>(q, n, step, w, col_in, r, col_out);
-    else
-      *r = arg_row<kMax>(q, n, step);
-  };
-  parallel_for(rows * tiles, std::max<int64_t>(1, kGrain / (n * tile)), [&](int64_t b, int64_t e) {
-    int64_t u = b / tiles * tiles;
-    detail::for_each_row<2>(
-        shape, strides, b / tiles, (e + tiles - 1) / tiles, [&](const auto& off) {
-          for (int64_t t = 0; t < tiles; ++t, ++u)
-            if (u >= b && u < e)
-              unit(in + off[1] + t * tile * col_in, o + off[0] + t * tile * col_out,
-                   std::min(tile, len - t * tile));
-        });
-  });
-}
-
 }  // namespace
 
 const char* reduce_name(ReduceOp op) {
   constexpr const char* names[] = {"reduce_sum", "reduce_prod", "reduce_max", "reduce_min"};
   return names[static_cast<int>(op)];
-}
-
-const char* arg_reduce_name(ArgReduceOp op) {
-  return op == ArgReduceOp::ArgMax ? "argmax" : "argmin";
 }
 
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<int64_t>& axes) {
@@ -717,25 +524,6 @@ std::unique_ptr<RowReduction> make_row_reduction(ReduceOp op, DType dtype) {
     make(float{});
   else
     make(double{});
-  return out;
-}
-
-Tensor arg_reduce(ArgReduceOp op, const Tensor& x, int64_t axis) {
-  check(axis >= 0 && axis < x.ndim() && x.shape()[axis] > 0, arg_reduce_name(op),
-        ": cannot reduce axis ", axis, " of a tensor of shape ", fmt(x.shape()));
-  Shape out_shape = x.shape();
-  out_shape.erase(out_shape.begin() + axis);
-  Tensor out = Tensor::empty(out_shape, DType::Int64);
-  if (out.numel() == 0) return out;
-  visit_dtype(x.dtype() == DType::Bool ? DType::UInt8 : x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
-      if (op == ArgReduceOp::ArgMax)
-        run_arg<true, T>(x, axis, out);
-      else
-        run_arg<false, T>(x, axis, out);
-    }
-  });
   return out;
 }
 
