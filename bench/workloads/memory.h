@@ -20,23 +20,11 @@ inline std::vector<Variant> perex_grad_norms() {
               normal(42, {1024, 1024}, 1 / std::sqrt(1024.0)), normal(43, {1024}, 0.1),
               normal(44, {1024, 10}, 1 / std::sqrt(1024.0)),   normal(45, {10}, 0.1)};
   const Tensor x = normal(46, {batch, 784}), y = labels(47, batch, 10);
-  inputs({{"w1", p.w1},
-          {"b1", p.b1},
-          {"w2", p.w2},
-          {"b2", p.b2},
-          {"w3", p.w3},
-          {"b3", p.b3},
-          {"x", x},
-          {"y", y}});
-  auto loss = [](const Mlp& q, const Tensor& xi, const Tensor& yi) {
-    const Tensor h1 = lanes::tanh(lanes::matmul(xi, q.w1) + q.b1);
-    const Tensor h2 = lanes::tanh(lanes::matmul(h1, q.w2) + q.b2);
-    return lanes::softmax_cross_entropy(lanes::matmul(h2, q.w3) + q.b3, yi);
-  };
+  mlp_inputs(p, x, y);
   // ||grad||: the square root of the sum of squares over every parameter's gradient.
-  auto norm = [loss](const Mlp& q, const Tensor& xi, const Tensor& yi) {
+  auto norm = [](const Mlp& q, const Tensor& xi, const Tensor& yi) {
     Tensor total = lanes::zeros({});
-    for (const Tensor& g : lanes::tree::flatten(lanes::grad(loss)(q, xi, yi)))
+    for (const Tensor& g : lanes::tree::flatten(lanes::grad(mlp_loss)(q, xi, yi)))
       total = total + lanes::sum(lanes::square(g), {});
     return lanes::sqrt(total);
   };

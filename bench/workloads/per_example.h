@@ -89,12 +89,16 @@ inline Outputs mlp_manual(const Mlp& p, const Tensor& x, const Tensor& y) {
       Mlp{batched_outer(x, d1), d1, batched_outer(h1, d2), d2, batched_outer(h2, d3), d3});
 }
 
-inline std::vector<Variant> perex_mlp() {
-  const int64_t batch = 256;
-  const Mlp p{normal(30, {784, 512}, 1 / std::sqrt(784.0)), normal(31, {512}, 0.1),
-              normal(32, {512, 512}, 1 / std::sqrt(512.0)), normal(33, {512}, 0.1),
-              normal(34, {512, 10}, 1 / std::sqrt(512.0)),  normal(35, {10}, 0.1)};
-  const Tensor x = normal(36, {batch, 784}), y = labels(37, batch, 10);
+/// perex_mlp's loss of one example (also perex_grad_norms'): two tanh layers, then softmax
+/// cross-entropy.
+inline Tensor mlp_loss(const Mlp& q, const Tensor& xi, const Tensor& yi) {
+  const Tensor h1 = lanes::tanh(lanes::matmul(xi, q.w1) + q.b1);
+  const Tensor h2 = lanes::tanh(lanes::matmul(h1, q.w2) + q.b2);
+  return lanes::softmax_cross_entropy(lanes::matmul(h2, q.w3) + q.b3, yi);
+}
+
+/// Names an MLP workload's parameters and data for --dump-inputs.
+inline void mlp_inputs(const Mlp& p, const Tensor& x, const Tensor& y) {
   inputs({{"w1", p.w1},
           {"b1", p.b1},
           {"w2", p.w2},
@@ -103,12 +107,16 @@ inline std::vector<Variant> perex_mlp() {
           {"b3", p.b3},
           {"x", x},
           {"y", y}});
-  auto loss = [](const Mlp& q, const Tensor& xi, const Tensor& yi) {
-    const Tensor h1 = lanes::tanh(lanes::matmul(xi, q.w1) + q.b1);
-    const Tensor h2 = lanes::tanh(lanes::matmul(h1, q.w2) + q.b2);
-    return lanes::softmax_cross_entropy(lanes::matmul(h2, q.w3) + q.b3, yi);
-  };
-  std::vector<Variant> variants = per_example_variants(lanes::grad(loss), p, x, y);
+}
+
+inline std::vector<Variant> perex_mlp() {
+  const int64_t batch = 256;
+  const Mlp p{normal(30, {784, 512}, 1 / std::sqrt(784.0)), normal(31, {512}, 0.1),
+              normal(32, {512, 512}, 1 / std::sqrt(512.0)), normal(33, {512}, 0.1),
+              normal(34, {512, 10}, 1 / std::sqrt(512.0)),  normal(35, {10}, 0.1)};
+  const Tensor x = normal(36, {batch, 784}), y = labels(37, batch, 10);
+  mlp_inputs(p, x, y);
+  std::vector<Variant> variants = per_example_variants(lanes::grad(mlp_loss), p, x, y);
   variants.push_back({"manual", [=] { return mlp_manual(p, x, y); }});
   return variants;
 }
