@@ -147,8 +147,7 @@ std::vector<Tensor> run_sharded(const Graph& g0, const std::vector<Tensor>& leav
   // record some of them (bind does, for communicating primitives) and run others from the cache:
   // every rank records, rather than risk ranks communicating in different orders.
   std::vector<Tensor> outs = any_traced(local) || !g.captured.empty() ||
-                                     reads_other_axes(g, options.axis_name) ||
-                                     trace_depth() > 0
+                                     reads_other_axes(g, options.axis_name) || trace_depth() > 0
                                  ? run_vmap(g, local, local_plan, local_axes, options)
                                  : cache.run(g, local, local_plan, local_axes, options);
   if (!whole) return outs;

@@ -205,9 +205,7 @@ OpRow categorical_row() {
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(double(i)) * 2.0;
   return random_row(
       "random_categorical", "random_categorical",
-      [=](const random::Key& k) {
-        return random::categorical(k, lanes::tensor(logits, shape));
-      },
+      [=](const random::Key& k) { return random::categorical(k, lanes::tensor(logits, shape)); },
       [=](uint64_t key) {
         Ref out(Shape{6});
         for (int64_t r = 0; r < 6; ++r) {
@@ -387,7 +385,9 @@ static Rows rows{
          [] { random::categorical(random::key(0), lanes::zeros({3}), 1); },
          {"categorical", "axis 1"}},
         {"random_categorical_no_categories",
-         [] { random::categorical(random::key(0), lanes::zeros({3, 0})); },
+         [] {
+           random::categorical(random::key(0), lanes::zeros({3, 0}));
+         },
          {"categorical", "no categories"}},
         {"random_permutation_negative",
          [] { random::permutation(random::key(0), -2); },
