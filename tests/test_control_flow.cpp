@@ -265,6 +265,39 @@ TEST(While, EagerAndVmapEveryStrategyMatchTheLoop) {
   }
 }
 
+// Many lanes finishing over many iterations, so Compact compacts again and again (with padding
+// rows, write-backs of finished lanes, and a per-lane vector const gathered with them), and
+// carries of every row width the compaction copies: a float64, a float32 vector, a bool and an
+// int32. Each lane must equal the same loop run on that example alone.
+TEST(While, RepeatedCompactionsKeepEveryLane) {
+  using C = std::tuple<Tensor, Tensor, Tensor, Tensor>;  // x, v (3,), flipped, n
+  auto f = [](const Tensor& a, const Tensor& w) {
+    return lanes::while_loop(
+        [a](const C& c) { return lanes::abs(std::get<0>(c) * std::get<0>(c) - a) > a * 1e-12; },
+        [a, w](const C& c) {
+          const auto& [x, v, flipped, n] = c;
+          return C((x + a / x) * 0.5, v * 0.5f + w, lanes::logical_not(flipped), n + 1);
+        },
+        C(a + 1.0, lanes::zeros({3}, DType::Float32), lanes::full({}, 0.0, DType::Bool),
+          lanes::scalar(0, DType::Int32)));
+  };
+  const int64_t B = 3000;
+  const Tensor a =
+      lanes::pow(lanes::scalar(10.0, DType::Float64),
+                 lanes::random::uniform(lanes::random::key(7), {B}, -6.0, 12.0, DType::Float64));
+  const Tensor w = lanes::random::normal(lanes::random::key(8), {B, 3});
+  for (auto s : kLoops) {
+    const C got = lanes::vmap(f, 0, 0, with(s))(a, w);
+    for (int64_t i = 0; i < B; i += 7) {
+      const C want = f(a[i], w[i]);
+      ASSERT_EQ(std::get<0>(got)[i].item<double>(), std::get<0>(want).item<double>()) << i;
+      ASSERT_EQ(std::get<1>(got)[i].to_vector<float>(), std::get<1>(want).to_vector<float>()) << i;
+      ASSERT_EQ(std::get<2>(got)[i].item<bool>(), std::get<2>(want).item<bool>()) << i;
+      ASSERT_EQ(std::get<3>(got)[i].item<int32_t>(), std::get<3>(want).item<int32_t>()) << i;
+    }
+  }
+}
+
 TEST(While, ExplainNamesTheStrategy) {
   auto f = [](const Tensor& a) { return std::get<0>(newton(a)); };
   std::ostringstream os;

@@ -70,26 +70,51 @@ std::vector<Tensor> merge_lanes(const std::vector<Batched>& in, const std::vecto
   return out;
 }
 
+namespace {
+// d[to(j)] = s[from(j)] for j < n, rows of `row` bytes: a plain loop for one float64, float32 or
+// bool per lane, a memcpy call per row otherwise.
+template <class From, class To>
+void copy_rows(const char* s, char* d, size_t row, size_t n, From from, To to) {
+  auto typed = [&](auto unit) {
+    using T = decltype(unit);
+    const T* st = reinterpret_cast<const T*>(s);
+    T* dt = reinterpret_cast<T*>(d);
+    for (size_t j = 0; j < n; ++j) dt[to(j)] = st[from(j)];
+  };
+  if (row == 8)
+    typed(uint64_t{});
+  else if (row == 4)
+    typed(uint32_t{});
+  else if (row == 1)
+    typed(uint8_t{});
+  else
+    for (size_t j = 0; j < n; ++j) std::memcpy(d + to(j) * row, s + from(j) * row, row);
+}
+
+size_t row_bytes(const Tensor& x) {
+  return x.shape(0) == 0 ? 0 : size_t(x.numel() / x.shape(0)) * dtype_size(x.dtype());
+}
+}  // namespace
+
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows) {
   const Tensor c = x.contiguous();
   Shape shape = x.shape();
   shape[0] = int64_t(rows.size());
   Tensor out = Tensor::empty(shape, x.dtype());
-  const size_t row = x.shape(0) == 0 ? 0 : size_t(x.numel() / x.shape(0)) * dtype_size(x.dtype());
-  const char* s = static_cast<const char*>(c.raw_data());
-  char* d = static_cast<char*>(out.raw_mutable_data());
-  if (row == 8) {  // one float64 or int64 per lane: a plain loop, not a memcpy call each
-    const auto* s8 = reinterpret_cast<const uint64_t*>(s);
-    auto* d8 = reinterpret_cast<uint64_t*>(d);
-    for (size_t j = 0; j < rows.size(); ++j) d8[j] = s8[rows[j]];
-  } else if (row == 4) {
-    const auto* s4 = reinterpret_cast<const uint32_t*>(s);
-    auto* d4 = reinterpret_cast<uint32_t*>(d);
-    for (size_t j = 0; j < rows.size(); ++j) d4[j] = s4[rows[j]];
-  } else {
-    for (size_t j = 0; j < rows.size(); ++j) std::memcpy(d + j * row, s + rows[j] * row, row);
-  }
+  copy_rows(
+      static_cast<const char*>(c.raw_data()), static_cast<char*>(out.raw_mutable_data()),
+      row_bytes(x), rows.size(), [&](size_t j) { return size_t(rows[j]); },
+      [](size_t j) { return j; });
   return out;
+}
+
+void scatter_rows(const Tensor& x, const std::vector<int64_t>& rows, Tensor& dst,
+                  const std::vector<int64_t>& to) {
+  const Tensor c = x.contiguous();
+  copy_rows(
+      static_cast<const char*>(c.raw_data()), static_cast<char*>(dst.raw_mutable_data()),
+      row_bytes(x), rows.size(), [&](size_t j) { return size_t(rows[j]); },
+      [&](size_t j) { return size_t(to[j]); });
 }
 
 // g with its inputs and outputs listed in a new order (positions into the old lists).

@@ -92,8 +92,7 @@ class While : public Primitive {
   size_t n_carry_;
   Lanes lanes_;
   std::shared_ptr<detail::LoopBody> cond_runner_, body_runner_;   // plain
-  std::shared_ptr<detail::LaneRunners> cond_lanes_, body_lanes_;  // with lanes
-  double lane_work_ = 0, lane_moved_ = 0;  // with lanes: the cost model of LoopStrategy::Auto
+  std::shared_ptr<detail::LaneRunners> cond_lanes_, step_lanes_;  // with lanes
 };
 
 /// Inputs (carry..., consts..., xs...), outputs (carry..., ys...): the body (carry, consts, x_t)
@@ -164,6 +163,10 @@ void carry_fixpoint(const Graph& body, size_t n_carry, int64_t size, std::vector
 /// Rows `rows` of axis 0 of a concrete tensor, as a new contiguous tensor: the gathers of a
 /// partitioned cond and a compacted loop (lanes are rows; the general gather kernel costs 5x).
 Tensor gather_rows(const Tensor& x, const std::vector<int64_t>& rows);
+/// Row rows[j] of x to row to[j] of dst, a contiguous tensor the caller owns (the write-back of a
+/// compacted loop).
+void scatter_rows(const Tensor& x, const std::vector<int64_t>& rows, Tensor& dst,
+                  const std::vector<int64_t>& to);
 /// t itself when it is contiguous and no other handle holds its storage, else a copy: a tensor
 /// the caller may write rows into.
 Tensor owned(const Tensor& t);

@@ -5,6 +5,7 @@
 
 #include "lanes/ops.h"
 #include "primitives/control_flow.h"
+#include "primitives/while_lanes.h"
 #include "transforms/batching.h"
 #include "transforms/explain_recorder.h"
 
@@ -28,131 +29,11 @@ std::vector<bool> lane_flags(size_t n_carry, const Lanes& lanes) {
   return m;
 }
 
-// body taking one more input, a 0-d bool: where(it, body(carry, consts), carry). Batched, each
-// lane keeps its carry once its predicate is false; fused, the select costs no pass of its own.
-GraphPtr masked(const Graph& body, size_t n_carry) {
-  std::vector<TensorType> types = detail::input_types(body);
-  types.push_back({{}, DType::Bool});
-  detail::Closed c = detail::trace_closed(types, [&](const std::vector<Tensor>& a) {
-    const std::vector<Tensor> in(a.begin(), a.end() - 1);
-    std::vector<Tensor> out = eval_graph(body, in);
-    for (size_t k = 0; k < n_carry; ++k) out[k] = where(a.back(), out[k], a[k]);
-    return out;
-  });
-  check(c.lifted.empty(), "while: the masked body lifted a constant (a bug in lanes)");
-  return c.graph;
-}
-
 Tensor lane_mask(const std::vector<bool>& active, int64_t rank) {
   Shape s(rank, 1);
   s[0] = int64_t(active.size());
   return reshape(tensor(active, {int64_t(active.size())}), s);
 }
-
-// The loop of a lane while. The body runs masked (where(pred, body(carry), carry), fused into
-// the body's own pass), so a finished lane keeps its carry and the working set is the result
-// until a compaction: then the finished lanes' rows go to the result and the running ones are
-// gathered into a smaller working set. `compact_below` is the running fraction of the working
-// set under which that happens (0: never, Mask). Masking in the body keeps the peak memory at
-// one iteration's plus the carries (a separate result buffer was one carry more).
-class LaneLoop {
- public:
-  // work and moved: per lane and iteration, the element ops of cond and body and the elements a
-  // gather moves (computed once, when the While node is made).
-  LaneLoop(const detail::LaneRunners& cond, const detail::LaneRunners& masked_body, size_t n_carry,
-           const Lanes& lanes, double work, double moved)
-      : cond_(cond),
-        body_(masked_body),
-        nc_(n_carry),
-        lanes_(lanes),
-        auto_(lanes.options.loop == LoopStrategy::Auto),
-        work_(work),
-        moved_(moved) {}
-
-  std::vector<Tensor> run(std::vector<Tensor> in, double compact_below) {
-    const int64_t B = lanes_.size;
-    std::vector<Tensor> work(std::make_move_iterator(in.begin()),
-                             std::make_move_iterator(in.begin() + int64_t(nc_)));
-    const std::vector<Tensor> consts(in.begin() + int64_t(nc_), in.end());
-    in.clear();
-    std::vector<Tensor> consts_w = consts, result;  // result: made at the first compaction
-    std::vector<int64_t> lane(B);  // working position -> lane; the first `real` are distinct
-    for (int64_t b = 0; b < B; ++b) lane[b] = b;
-    int64_t real = B, width = B, iterations = 0;
-    std::vector<int64_t> finished, running;
-    for (;;) {
-      Tensor pred = cond_.run(width, concat_args(work, consts_w))[0].contiguous();
-      // Branch-free over bytes (bool is one byte here), so the count vectorizes: with 65536
-      // lanes the scan over the lanes was most of a Newton solve's time.
-      const uint8_t* p = reinterpret_cast<const uint8_t*>(pred.data<bool>());
-      int64_t n_running = 0;
-      for (int64_t j = 0; j < real; ++j) n_running += p[j];
-      if (n_running == 0) break;
-      ++iterations;
-      if (double(n_running) < compact_below * double(real) &&
-          pays(real - n_running, n_running, iterations)) {
-        finished.clear();
-        running.clear();
-        for (int64_t j = 0; j < real; ++j) (p[j] ? running : finished).push_back(j);
-        if (result.empty()) {
-          // The first compaction meets every lane in place: the working set becomes the result
-          // (its finished rows are final), the running lanes move to a smaller one.
-          for (Tensor& c : work) result.push_back(owned(c));
-          work = result;
-        } else {
-          write_back(work, finished, lane, result);
-        }
-        const int64_t nb = std::min(width, detail::lane_bucket(n_running));
-        running.resize(nb, running[0]);  // padding repeats a running lane
-        std::vector<int64_t> ids;
-        for (int64_t j : running) ids.push_back(lane[j]);
-        for (Tensor& c : work) c = gather_rows(c, running);
-        for (size_t i = 0; i < consts.size(); ++i)
-          if (lanes_.mapped[nc_ + i]) consts_w[i] = gather_rows(consts[i], ids);
-        pred = lanes::full({nb}, 1.0, DType::Bool);
-        lane = std::move(ids);
-        real = n_running;
-        width = nb;
-      }
-      std::vector<Tensor> args = concat_args(work, consts_w);
-      args.push_back(pred);
-      work = body_.run(width, args);
-    }
-    if (result.empty()) return work;  // never compacted: the working set is every lane
-    std::vector<int64_t> rows(real);
-    for (int64_t j = 0; j < real; ++j) rows[j] = j;
-    write_back(work, rows, lane, result);
-    return result;
-  }
-
- private:
-  static void write_back(const std::vector<Tensor>& work, const std::vector<int64_t>& rows,
-                         const std::vector<int64_t>& lane, std::vector<Tensor>& result) {
-    for (size_t k = 0; k < work.size(); ++k) {
-      const Tensor src = work[k].contiguous();
-      const int64_t n = result[k].shape(0);
-      const size_t row = n == 0 ? 0 : size_t(result[k].numel() / n) * dtype_size(src.dtype());
-      const char* s = static_cast<const char*>(src.raw_data());
-      char* d = static_cast<char*>(result[k].raw_mutable_data());
-      for (int64_t j : rows) std::memcpy(d + lane[j] * row, s + j * row, row);
-    }
-  }
-  // Under Auto, whether gathering `running` lanes pays for itself: the work the `idle` lanes
-  // would do, guessed for as many more iterations as there have been (lanes finish spread out),
-  // must outweigh moving the running lanes' carries and mapped consts, and a fixed cost per
-  // compaction (a few graph calls). Measured on 1 thread: a 65536-lane Newton solve (elementwise
-  // body) runs as fast as masking (1.93 vs 1.91 ms), power iteration (a matrix-vector body) 6x
-  // faster than masking, Mandelbrot 1.6x.
-  bool pays(int64_t idle, int64_t running, int64_t iterations) const {
-    if (!auto_) return true;
-    return double(idle) * work_ * double(iterations) > 4 * double(running) * moved_ + 200000;
-  }
-  const detail::LaneRunners &cond_, &body_;
-  size_t nc_;
-  const Lanes& lanes_;
-  bool auto_;
-  double work_, moved_;
-};
 
 // The reverse pass through a while loop: inputs (carry, consts, cts of the float carries, the
 // lifted tensors of the body's vjp), outputs the cts of the float carries' initial values and of
@@ -324,13 +205,8 @@ While::While(GraphPtr cond, GraphPtr body, size_t n_carry, Lanes lanes)
     cond_lanes_ = std::make_shared<detail::LaneRunners>(cond_, lanes_.mapped, lanes_.options);
     std::vector<bool> m = lanes_.mapped;
     m.push_back(true);  // the predicate
-    body_lanes_ =
-        std::make_shared<detail::LaneRunners>(masked(*body_, n_carry_), m, lanes_.options);
-    lane_work_ = detail::work_of(*cond_) + detail::work_of(body_lanes_->graph());
-    const Graph& g = *body_;
-    for (size_t i = 0; i < g.inputs.size(); ++i)
-      if (i < n_carry_ || lanes_.mapped[i])
-        lane_moved_ += double(shape_numel(g.types[g.inputs[i]].shape));
+    step_lanes_ = std::make_shared<detail::LaneRunners>(lane_step(*cond_, *body_, n_carry_), m,
+                                                        lanes_.options);
   } else {
     std::vector<bool> consts(body_->inputs.size(), true);
     std::fill(consts.begin(), consts.begin() + int64_t(n_carry_), false);
@@ -371,13 +247,8 @@ std::vector<Tensor> While::eval(const std::vector<Tensor>& in) const { return ev
 // Takes its inputs by value so the initial carry is released once the first iteration has
 // replaced it.
 std::vector<Tensor> While::eval_consuming(std::vector<Tensor> in) const {
-  if (lanes_.on()) {
-    const double below = lanes_.options.loop == LoopStrategy::Mask      ? 0.0
-                         : lanes_.options.loop == LoopStrategy::Compact ? 0.75
-                                                                        : 0.5;
-    return LaneLoop(*cond_lanes_, *body_lanes_, n_carry_, lanes_, lane_work_, lane_moved_)
-        .run(std::move(in), below);
-  }
+  if (lanes_.on())
+    return run_lane_loop(*cond_lanes_, *step_lanes_, n_carry_, lanes_, std::move(in));
   // The invariant parts of cond and body (on the consts alone) are computed once.
   const std::vector<Tensor> hc = cond_runner_->start(in), hb = body_runner_->start(in);
   std::vector<Tensor> carry(std::make_move_iterator(in.begin()),
@@ -413,9 +284,10 @@ std::vector<Batched> While::batch(const std::vector<Batched>& in, int64_t size) 
   std::vector<Batched> out;
   if (detail::explaining()) {
     static const char* how[] = {
-        "auto (compacts when the active lanes fall to half of those it runs)",
+        "auto (compacts once the time spent on finished lanes would pay for gathering the "
+        "running ones)",
         "mask (every lane runs until the last is done)",
-        "compact (gathers the active lanes as soon as some finish)"};
+        "compact (gathers the running lanes whenever a quarter of them have finished)"};
     batching::note_control_flow(
         per_lane
             ? "while over " + std::to_string(size) +
