@@ -92,9 +92,9 @@ enum class CondStrategy {
 };
 /// How vmap runs a while_loop whose predicate differs between examples.
 enum class LoopStrategy {
-  Auto,     // compacts when the active lanes have fallen to half of those it iterates
+  Auto,     // compact once the time spent on finished lanes would pay for gathering the rest
   Mask,     // iterate until every lane is done, updating the active lanes only (jax, torch)
-  Compact,  // gather the active lanes into a smaller batch as soon as some finish (tf pfor)
+  Compact,  // gather the active lanes into a smaller batch whenever a quarter finish (tf pfor)
 };
 
 namespace distributed {
