@@ -58,45 +58,6 @@ void run_unary(F f, const T* x, T* out, int64_t n) {
   loops::unary_row<T, T>(out, x, 1, n, f);
 }
 
-/// Calls fn(functor) with the functor of `op` for element type T.
-template <class T, class Fn>
-void with_unary(UnaryOp op, Fn&& fn) {
-  if constexpr (loops::kFloat<T>) {
-    // clang-format off (it reflows the macro cases differently on every run)
-    switch (op) {
-#define LANES_CASE(Name) \
-  case UnaryOp::Name:    \
-    return fn(vm::Name{});
-      LANES_CASE(Exp)
-      LANES_CASE(Log)
-      LANES_CASE(Log1p)
-      LANES_CASE(Expm1)
-      LANES_CASE(Sqrt)
-      LANES_CASE(Rsqrt)
-      LANES_CASE(Tanh)
-      LANES_CASE(Logistic)
-      LANES_CASE(Sin)
-      LANES_CASE(Cos)
-      LANES_CASE(Erf)
-      LANES_CASE(Floor)
-      LANES_CASE(Ceil)
-      LANES_CASE(Round)
-#undef LANES_CASE
-      default:
-        break;
-    }
-    // clang-format on
-  }
-  if constexpr (std::is_same_v<T, bool>) {
-    if (op == UnaryOp::LogicalNot) return fn(vm::LogicalNot{});
-  } else {
-    if (op == UnaryOp::Neg) return fn(vm::Neg{});
-    if (op == UnaryOp::Abs) return fn(vm::Abs{});
-    if (op == UnaryOp::Sign) return fn(vm::Sign{});
-  }
-  throw Error(detail::concat(unary_name(op), ": unsupported dtype ", dtype_name(dtype_of<T>())));
-}
-
 }  // namespace
 
 Tensor empty_in_order_of(const Tensor& like, DType dtype) {

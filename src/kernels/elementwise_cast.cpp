@@ -1,6 +1,7 @@
 // Dtype conversion and select.
 #include <limits>
 
+#include "kernels/convert.h"
 #include "kernels/elementwise.h"
 #include "kernels/elementwise_loops.h"
 
@@ -8,36 +9,20 @@ namespace lanes::kernels {
 
 namespace {
 
-/// One element converted without undefined behaviour: float -> int truncates toward zero and
-/// saturates (NaN -> 0), as XLA does; int -> int wraps; anything -> bool is x != 0. Written with
-/// selects only, so the loops vectorize.
-template <class To, class From>
-To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return v != From(0);
-  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    // [lo, hi) is where the truncating conversion is defined: lo = min, hi = max + 1, both zero or
-    // powers of two, so exact in From.
-    constexpr From lo = static_cast<From>(std::numeric_limits<To>::min());
-    constexpr From hi = From(2) * static_cast<From>(std::numeric_limits<To>::max() / 2 + 1);
-    const From inside = (v >= lo && v < hi) ? v : From(0);  // NaN fails both tests
-    To r = static_cast<To>(inside);
-    r = v >= hi ? std::numeric_limits<To>::max() : r;
-    return v < lo ? std::numeric_limits<To>::min() : r;
-  } else {
-    return static_cast<To>(v);
+/// Elements per thread at least: a conversion is as cheap as a copy.
+constexpr int64_t kCastGrain = 32768;
+
+/// A strided or broadcast row converted a buffer at a time: the same row kernel as contiguous
+/// data, so a value converts the same wherever it sits.
+template <class From, class To>
+void convert_strided(const From* x, int64_t step, To* out, int64_t n) {
+  alignas(64) From buf[loops::kBuffer];
+  for (int64_t i = 0; i < n; i += loops::kBuffer) {
+    const int64_t m = std::min(loops::kBuffer, n - i);
+    loops::gather(x + i * step, step, m, buf);
+    convert_row(static_cast<const From*>(buf), out + i, m);
   }
 }
-
-template <class To>
-struct Convert {
-  static constexpr bool simd = false;
-  static constexpr int64_t grain = 32768;
-  template <class From>
-  To operator()(From v) const {
-    return convert<To>(v);
-  }
-};
 
 constexpr int64_t kSelectGrain = 32768;  // elements per thread at least: a cheap op
 
@@ -126,7 +111,19 @@ Tensor cast(const Tensor& x, DType dtype) {
     using From = typename decltype(from)::type;
     visit_dtype(dtype, [&](auto to) {
       using To = typename decltype(to)::type;
-      loops::unary<From, To>(x, out, Convert<To>{});
+      const auto s = loops::make_space<2>(out, {&x});
+      const From* xb = x.data<From>();
+      To* ob = out.mutable_data<To>();
+      loops::for_rows(s, kCastGrain, [&](const loops::Run<2>& r) {
+        for (int64_t i = 0; i < r.count; ++i) {
+          const From* row = xb + r.offset[1] + i * r.row_step[1];
+          To* o = ob + r.offset[0] + i * r.row_step[0];
+          if (r.step[1] == 1)
+            convert_row(row, o, r.n);
+          else
+            convert_strided(row, r.step[1], o, r.n);
+        }
+      });
     });
   });
   return out;
@@ -158,8 +155,7 @@ void cast_contiguous(DType from_dtype, DType to_dtype, const void* x, void* out,
     using From = typename decltype(from)::type;
     visit_dtype(to_dtype, [&](auto to) {
       using To = typename decltype(to)::type;
-      loops::unary_row<From, To>(static_cast<To*>(out), static_cast<const From*>(x), 1, n,
-                                 Convert<To>{});
+      convert_row(static_cast<const From*>(x), static_cast<To*>(out), n);
     });
   });
 }

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/elementwise.h"
 #include "kernels/vector_math.h"
+#include "lanes/error.h"
 
 namespace lanes::kernels::vm {
 
@@ -256,3 +258,46 @@ LANES_COMPARE(Or, ||)
 #undef LANES_COMPARE
 
 }  // namespace lanes::kernels::vm
+
+namespace lanes::kernels {
+
+/// Calls fn(functor) with the functor of `op` for element type T.
+template <class T, class Fn>
+void with_unary(UnaryOp op, Fn&& fn) {
+  if constexpr (std::is_floating_point_v<T>) {
+    // clang-format off (it reflows the macro cases differently on every run)
+    switch (op) {
+#define LANES_CASE(Name) \
+  case UnaryOp::Name:    \
+    return fn(vm::Name{});
+      LANES_CASE(Exp)
+      LANES_CASE(Log)
+      LANES_CASE(Log1p)
+      LANES_CASE(Expm1)
+      LANES_CASE(Sqrt)
+      LANES_CASE(Rsqrt)
+      LANES_CASE(Tanh)
+      LANES_CASE(Logistic)
+      LANES_CASE(Sin)
+      LANES_CASE(Cos)
+      LANES_CASE(Erf)
+      LANES_CASE(Floor)
+      LANES_CASE(Ceil)
+      LANES_CASE(Round)
+#undef LANES_CASE
+      default:
+        break;
+    }
+    // clang-format on
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    if (op == UnaryOp::LogicalNot) return fn(vm::LogicalNot{});
+  } else {
+    if (op == UnaryOp::Neg) return fn(vm::Neg{});
+    if (op == UnaryOp::Abs) return fn(vm::Abs{});
+    if (op == UnaryOp::Sign) return fn(vm::Sign{});
+  }
+  throw Error(detail::concat(unary_name(op), ": unsupported dtype ", dtype_name(dtype_of<T>())));
+}
+
+}  // namespace lanes::kernels

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/fused_convert.h"
 #include "kernels/reduce.h"
 #include "lanes/parallel.h"
 
@@ -121,6 +122,66 @@ void run_step(const FusedStep& s, const std::vector<const char*>& reg, char* out
     case FusedStep::Kind::Cast:
       return cast_contiguous(s.operand_type, s.result_type, reg[s.args[0]], out, n);
   }
+}
+
+// Steps first..last of a program, run as one call on a tile: one step, or a conversion to
+// float32, a unary op and a conversion from float32 (either conversion may be missing) as one
+// converting_unary loop (fused_convert.h), which overlaps the op with the conversions that the
+// step-by-step order ran each alone.
+struct Group {
+  int32_t first, last;
+};
+
+// Whether register r is read by no step but `reader` and is not an output.
+bool private_to(const FusedProgram& p, int32_t r, size_t reader) {
+  for (size_t k = 0; k < p.steps.size(); ++k)
+    for (int32_t a : p.steps[k].args)
+      if (a == r && k != reader) return false;
+  return std::find(p.outputs.begin(), p.outputs.end(), r) == p.outputs.end();
+}
+
+std::vector<Group> plan_groups(const FusedProgram& p) {
+  const int32_t nin = int32_t(p.input_types.size()), nsteps = int32_t(p.steps.size());
+  auto cast_to_float = [&](int32_t k) {
+    return p.steps[k].kind == FusedStep::Kind::Cast && p.steps[k].result_type == DType::Float32;
+  };
+  auto cast_from_float = [&](int32_t k) {
+    return p.steps[k].kind == FusedStep::Kind::Cast && p.steps[k].operand_type == DType::Float32;
+  };
+  std::vector<Group> groups;
+  for (int32_t k = 0; k < nsteps; ++k) {
+    int32_t first = k, last = k;
+    // k-1, k, k+1 as cast -> unary -> cast: a looked-ahead unary at k + 1 takes k as its cast.
+    const int32_t u = k + 1 < nsteps && cast_to_float(k) ? k + 1 : k;
+    const FusedStep& s = p.steps[u];
+    if (s.kind == FusedStep::Kind::Unary && s.operand_type == DType::Float32) {
+      const bool pre = u == k + 1 && s.args[0] == nin + k && private_to(p, nin + k, u);
+      const bool post = u + 1 < nsteps && cast_from_float(u + 1) &&
+                        p.steps[u + 1].args[0] == nin + u && private_to(p, nin + u, u + 1);
+      const DType in = pre ? p.steps[k].operand_type : DType::Float32;
+      const DType out = post ? p.steps[u + 1].result_type : DType::Float32;
+      if ((pre || post) && converting_unary_supported(in, UnaryOp(s.op), out)) {
+        first = pre ? k : u;
+        last = post ? u + 1 : u;
+        // A cast at k that did not join its unary runs alone first.
+        if (first != k) groups.push_back({k, k});
+      }
+    }
+    groups.push_back({first, last});
+    k = last;
+  }
+  return groups;
+}
+
+void run_group(const FusedProgram& p, const Group& g, const std::vector<const char*>& reg,
+               char* out, int64_t n) {
+  if (g.first == g.last) return run_step(p.steps[g.first], reg, out, n);
+  const bool pre = p.steps[g.first].kind == FusedStep::Kind::Cast;
+  const FusedStep& unary = p.steps[g.first + (pre ? 1 : 0)];
+  const DType in = pre ? p.steps[g.first].operand_type : DType::Float32;
+  const DType result =
+      p.steps[g.last].kind == FusedStep::Kind::Cast ? p.steps[g.last].result_type : DType::Float32;
+  converting_unary(in, UnaryOp(unary.op), result, reg[p.steps[g.first].args[0]], out, n);
 }
 
 bool costly(const FusedStep& s) {
@@ -305,6 +366,7 @@ std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
   // registers, so the steps run on a full tile. Tile by row, a (100, 32, 32) chain with a
   // broadcast operand paid its ~80 ns of dispatch per 32 elements and ran 3x slower than
   // contiguous.
+  const std::vector<Group> groups = plan_groups(p);
   const int64_t per = len >= kTile ? 1 : kTile / len;
   std::vector<int32_t> gathered;  // the others are laid out as the output: read in place
   for (int32_t i = 0; i < nin; ++i)
@@ -336,10 +398,10 @@ std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
                               s.strides[i + 1].back(), len, size_t(sizes[i]));
           }
           auto out_tile = [&](size_t o) { return out_bases[o] + out_offset * out_sizes[o]; };
-          for (size_t k = 0; k < p.steps.size(); ++k) {
-            char* dst =
-                direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(nin + int32_t(k));
-            run_step(p.steps[k], reg, dst, n);
+          for (const Group& g : groups) {
+            const int32_t k = g.last;
+            char* dst = direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(nin + k);
+            run_group(p, g, reg, dst, n);
             reg[nin + k] = dst;
           }
           // The other outputs last: a donated input's tile is fully read by now.
@@ -383,6 +445,7 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
   char* results = static_cast<char*>(out.raw_mutable_data());
   const int64_t grain =
       std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner * int64_t(p.steps.size())));
+  const std::vector<Group> groups = plan_groups(p);
   parallel_for(outer, grain, [&](int64_t b, int64_t e) {
     const std::unique_ptr<RowReduction> reduction = make_row_reduction(op, dtype);
     Registers regs(nreg);
@@ -408,9 +471,9 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
             regs.load(i, bases[i] + (start[i] + off[i + 1] + c0 * step) * in_size, step, n,
                       size_t(in_size));
           }
-          for (size_t k = 0; k < p.steps.size(); ++k) {
-            run_step(p.steps[k], reg, regs.buffer(nin + int32_t(k)), n);
-            reg[nin + k] = regs.buffer(nin + int32_t(k));
+          for (const Group& g : groups) {
+            run_group(p, g, reg, regs.buffer(nin + g.last), n);
+            reg[nin + g.last] = regs.buffer(nin + g.last);
           }
           reduction->feed(reg[p.outputs[0]], n);
         }
