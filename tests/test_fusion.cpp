@@ -7,6 +7,7 @@
 
 // The elementwise kernels (not public API), for the reuse rule.
 #include "../src/kernels/elementwise.h"
+#include "cast_reference.h"
 #include "expect_near.h"
 #include "lanes/lanes.h"
 
@@ -148,6 +149,71 @@ TEST(Fusion, MixedDtypesCastsAndSelect) {
   for (size_t i = 0; i < xs.size(); ++i)
     want[i] = (xs[i] > 0 ? gs[i] * 3 : 0.0) + (xs[i] < -1 ? 1.0 : 0.0);
   expect_near(compile(relu_grad)(x, g).to_vector<double>(), want, 1e-6);
+}
+
+// convert[float32] -> op -> convert[to] under compile (one fused loop for uint8/int32 on either
+// side, the steps one by one otherwise) for every pair of dtypes around the op, over the edge
+// values at sizes that put them in the SIMD body and the tail, against cast_reference.h's float64
+// reference of each conversion and the op in float32.
+TEST(Fusion, ConversionsAroundAUnaryOpOverEdgeValuesMatchReference) {
+  struct Op {
+    const char* name;
+    Tensor (*f)(const Tensor&);
+    float (*ref)(float);
+  };
+  const Op ops[] = {
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](float v) { return std::sqrt(v); }},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](float v) { return std::fabs(v); }},
+      {"floor", [](const Tensor& x) { return floor(x); }, [](float v) { return std::floor(v); }}};
+  cast_ref::for_each_pair([&](auto from, auto to) {
+    using From = decltype(from);
+    using To = decltype(to);
+    for (const Op& op : ops) {
+      auto f = [&](const Tensor& x) { return cast(op.f(cast(x, kFloat32)), dtype_of<To>()); };
+      const std::string what = std::string(dtype_name(dtype_of<From>())) + " -> " + op.name +
+                               " -> " + dtype_name(dtype_of<To>());
+      for (int64_t n : cast_ref::kSizes) {
+        std::vector<From> in;
+        const Tensor x = cast_ref::edge_tensor<From>(n, n, &in);
+        if (n == 33 && !(std::is_same_v<From, float> && std::is_same_v<To, float>))
+          EXPECT_EQ(count(compiled_graph(f, x), "fused_elementwise"), 1)
+              << what << compiled_graph(f, x);
+        const Tensor y = compile(f)(x);
+        ASSERT_EQ(y.dtype(), dtype_of<To>()) << what;
+        const std::vector<To> got = y.template to_vector<To>();
+        for (int64_t i = 0; i < n; ++i) {
+          const To want = cast_ref::convert<To>(op.ref(cast_ref::convert<float>(in[size_t(i)])));
+          ASSERT_TRUE(cast_ref::same(To(got[size_t(i)]), want))
+              << what << " n=" << n << " i=" << i << ": " << cast_ref::show(in[size_t(i)])
+              << " gave " << cast_ref::show(To(got[size_t(i)])) << ", want "
+              << cast_ref::show(want);
+        }
+      }
+    }
+  });
+}
+
+// The op's float32 result is also an output: the conversion after it cannot join the loop (the
+// register must reach memory), the one before still does. Strided and multi-row inputs too.
+TEST(Fusion, ConvertingLoopWithSharedIntermediateAndStridedInput) {
+  std::vector<uint8_t> pixels(4099 * 2);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = uint8_t((i * 37) % 256);
+  const Tensor img = transpose(tensor(pixels, {4099, 2}));  // (2, 4099), stepping by 2
+  auto f = [](const Tensor& x) {
+    const Tensor r = sqrt(cast(x, kFloat32));
+    return std::vector<Tensor>{cast(r * 16.0, kUInt8), r, cast(r, kInt32)};
+  };
+  const std::vector<Tensor> got = compile(f)(img);
+  const auto a = got[0].to_vector<int64_t>(), c = got[2].to_vector<int64_t>();
+  const auto b = got[1].to_vector<float>();
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t k = 0; k < 4099; ++k) {
+      const size_t i = size_t(r * 4099 + k);
+      const float s = std::sqrt(float(pixels[size_t(k * 2 + r)]));
+      ASSERT_EQ(b[i], s) << i;
+      ASSERT_EQ(a[i], int64_t(cast_ref::convert<uint8_t>(s * 16.0f))) << i;
+      ASSERT_EQ(c[i], int64_t(s)) << i;
+    }
 }
 
 TEST(Fusion, LargeOutputsStreamAndThreadCountDoesNotMatter) {
