@@ -14,6 +14,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
+#include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
@@ -99,6 +100,47 @@ Batch<SameWidthInt<F>> to_int_batch(const Batch<F>& v) {
   }
 }
 
+// With 16-lane AVX-512 batches, uint8 widens to float32 and int32 narrows to uint8 in registers
+// (vpmovzxbd, vpmovdb: xsimd 8 has neither), so a conversion, or a fused chain around one, runs a
+// batch at a time with no buffer.
+#if defined(__AVX512F__)
+inline constexpr bool kAvx512Batches = std::is_base_of_v<xsimd::avx512f, xsimd::default_arch>;
+#else
+inline constexpr bool kAvx512Batches = false;
+#endif
+
+/// A batch of float32 from In = float, int32 or (kAvx512Batches) uint8 at p.
+template <class In>
+Batch<float> load_as_float(const In* p) {
+  if constexpr (std::is_same_v<In, float>) {
+    return Batch<float>::load_unaligned(p);
+  } else if constexpr (std::is_same_v<In, int32_t>) {
+    return xsimd::batch_cast<float>(Batch<int32_t>::load_unaligned(p));
+  } else {
+    static_assert(std::is_same_v<In, uint8_t> && kAvx512Batches, "load_as_float: no such load");
+#if defined(__AVX512F__)
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return Batch<float>(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
+#endif
+  }
+}
+
+/// convert<Out> of each lane of v stored at p, for Out = float, int32 or (kAvx512Batches) uint8.
+template <class Out>
+void store_converted(const Batch<float>& v, Out* p) {
+  if constexpr (std::is_same_v<Out, float>) {
+    v.store_unaligned(p);
+  } else if constexpr (std::is_same_v<Out, int32_t>) {
+    to_int_batch<int32_t>(v).store_unaligned(p);
+  } else {
+    static_assert(std::is_same_v<Out, uint8_t> && kAvx512Batches, "store_converted: no such store");
+#if defined(__AVX512F__)
+    const __m512i r = to_int_batch<uint8_t>(v);  // in [0, 255]
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(r));
+#endif
+  }
+}
+
 /// x (n <= kBlock floats) through to_int_batch<To> into buf; returns how many elements went
 /// through whole batches (the rest, fewer than a batch, is left to the caller).
 template <class From, class To>
@@ -114,6 +156,13 @@ int64_t clamp_block(const From* x, int64_t n, SameWidthInt<From>* buf) {
 /// loop (which the compiler vectorizes).
 template <class From, class To>
 void clamped_row(const From* x, To* out, int64_t n) {
+  if constexpr (std::is_same_v<From, float> && std::is_same_v<To, uint8_t> && kAvx512Batches) {
+    constexpr int64_t W = Batch<float>::size;
+    int64_t i = 0;
+    for (; i + W <= n; i += W) store_converted(Batch<float>::load_unaligned(x + i), out + i);
+    for (; i < n; ++i) out[i] = convert<To>(x[i]);
+    return;
+  }
   alignas(64) SameWidthInt<From> buf[kBlock];
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t m = std::min(kBlock, n - b);

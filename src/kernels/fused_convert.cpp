@@ -1,7 +1,5 @@
 #include "kernels/fused_convert.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <type_traits>
 
@@ -13,9 +11,10 @@ namespace lanes::kernels {
 
 namespace {
 
-// Elements per block: a block's float32 intermediate (1 KiB) stays in L1 between the three
-// parts, and the loop over blocks is short enough for the out-of-order window to span the parts
-// (256 measured 0.090 ms per 1.2M elements for uint8 -> sqrt -> uint8 beside 0.115 at 1024).
+// Elements per block where a side's conversion cannot stay in registers: a block's float32
+// intermediate (1 KiB) stays in L1 between the parts, and the loop over blocks is short enough for
+// the out-of-order window to span the parts (a hand-written uint8 -> sqrt -> uint8 loop measured
+// 0.090 ms per 1.2M elements through 256-element blocks, 0.115 through 1024).
 constexpr int64_t kBlock = 256;
 
 // One block's op and conversion to Out from src (m elements): each batch converted in registers
@@ -61,52 +60,19 @@ void run_block_loop(const In* x, Out* out, int64_t n, F f) {
   }
 }
 
-// With 16-lane AVX-512 batches, uint8 widens to float32 and int32 narrows to uint8 in registers
-// (vpmovzxbd, vpmovdb: xsimd 8 has neither), so a whole chain runs one batch at a time with no
-// buffer: 0.087 ms per 1.2M uint8 -> sqrt -> uint8 on one thread beside 0.108 through blocks.
-#if defined(__AVX512F__)
-constexpr bool kRegisterConversions = std::is_base_of_v<xsimd::avx512f, xsimd::default_arch>;
-#else
-constexpr bool kRegisterConversions = false;
-#endif
-
 template <class T>
 inline constexpr bool kInRegisters = std::is_same_v<T, float> || std::is_same_v<T, int32_t> ||
-                                     (std::is_same_v<T, uint8_t> && kRegisterConversions);
+                                     (std::is_same_v<T, uint8_t> && convert_detail::kAvx512Batches);
 
-template <class In>
-xsimd::batch<float> load_as_float(const In* p) {
-  if constexpr (std::is_same_v<In, float>) {
-    return xsimd::batch<float>::load_unaligned(p);
-  } else if constexpr (std::is_same_v<In, int32_t>) {
-    return xsimd::batch_cast<float>(xsimd::batch<int32_t>::load_unaligned(p));
-  } else {
-#if defined(__AVX512F__)
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return xsimd::batch<float>(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes)));
-#endif
-  }
-}
-
-template <class Out>
-void store_converted(const xsimd::batch<float>& v, Out* p) {
-  if constexpr (std::is_same_v<Out, float>) {
-    v.store_unaligned(p);
-  } else if constexpr (std::is_same_v<Out, int32_t>) {
-    convert_detail::to_int_batch<int32_t>(v).store_unaligned(p);
-  } else {
-#if defined(__AVX512F__)
-    const __m512i r = convert_detail::to_int_batch<uint8_t>(v);  // in [0, 255]
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(r));
-#endif
-  }
-}
-
+// One batch at a time, both conversions in registers (convert.h): uint8 -> sqrt -> uint8 took
+// 0.092 ms per 1.2M elements on one thread, 0.108 through blocks (and 0.157 as three steps over
+// the tile before this loop, with the SIMD conversions).
 template <class In, class Out, class F>
 void run_register_loop(const In* x, Out* out, int64_t n, F f) {
   constexpr int64_t W = xsimd::batch<float>::size;
   int64_t i = 0;
-  for (; i + W <= n; i += W) store_converted(f(load_as_float(x + i)), out + i);
+  for (; i + W <= n; i += W)
+    convert_detail::store_converted(f(convert_detail::load_as_float(x + i)), out + i);
   if (i < n) {
     alignas(64) float buf[W];
     convert_row(x + i, buf, n - i);
@@ -144,25 +110,30 @@ bool converting_unary_supported(DType in, UnaryOp op, DType out) {
          has_float_batch_form(op);
 }
 
+// Called per tile: the dispatch alone says whether the combination exists (checking
+// converting_unary_supported first cost a second dispatch per tile).
 void converting_unary(DType in, UnaryOp op, DType out, const void* x, void* o, int64_t n) {
-  check(converting_unary_supported(in, op, out), "converting_unary: unsupported ", dtype_name(in),
-        " -> ", unary_name(op), " -> ", dtype_name(out));
+  bool ran = false;
   with_side(in, [&](auto from) {
     using In = typename decltype(from)::type;
     with_side(out, [&](auto to) {
       using Out = typename decltype(to)::type;
       if constexpr (!(std::is_same_v<In, float> && std::is_same_v<Out, float>)) {
+        if (!unary_accepts(op, DType::Float32)) return;
         with_unary<float>(op, [&](auto f) {
-          if constexpr (!loops::kSimd<decltype(f), float>)
-            return;
-          else if constexpr (kInRegisters<In> && kInRegisters<Out>)
-            run_register_loop(static_cast<const In*>(x), static_cast<Out*>(o), n, f);
-          else
-            run_block_loop(static_cast<const In*>(x), static_cast<Out*>(o), n, f);
+          if constexpr (loops::kSimd<decltype(f), float>) {
+            if constexpr (kInRegisters<In> && kInRegisters<Out>)
+              run_register_loop(static_cast<const In*>(x), static_cast<Out*>(o), n, f);
+            else
+              run_block_loop(static_cast<const In*>(x), static_cast<Out*>(o), n, f);
+            ran = true;
+          }
         });
       }
     });
   });
+  check(ran, "converting_unary: unsupported ", dtype_name(in), " -> ", unary_name(op), " -> ",
+        dtype_name(out));
 }
 
 }  // namespace lanes::kernels
