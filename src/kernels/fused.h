@@ -1,9 +1,10 @@
 // Fused elementwise chains: a small program of unary/binary/select/cast steps run as one pass over
 // memory. The output space is cut into tiles of 1024 elements; each tile of every input is read
 // once (in place when it is contiguous, gathered when strided or broadcast), every step runs the
-// ordinary row kernel on L1-resident buffers, and only the program's outputs are written to memory,
-// with non-temporal stores when they are larger than the cache. An unfused chain of k ops reads
-// and writes k intermediate arrays instead.
+// ordinary row kernel on L1-resident buffers (a conversion to float32, a unary op and a conversion
+// back run as one loop instead: fused_convert.h), and only the program's outputs are written to
+// memory, with non-temporal stores when they are larger than the cache. An unfused chain of k ops
+// reads and writes k intermediate arrays instead.
 #pragma once
 
 #include <array>
