@@ -4,7 +4,7 @@
 //
 // The compiler vectorizes a plain conversion loop (uint8 -> float, float -> double, int32 ->
 // uint8) well, but not the saturating float -> int one: its NaN and bound selects mix a float
-// mask with integer lanes of another width, and the loop ran 3-8x slower than a plain one. The
+// mask with integer lanes of another width, and the loop ran 2.5-8x slower than a plain one. The
 // row form therefore makes each float value safe to convert in the float domain first (xsimd
 // batches of one width), then converts with a plain loop or a same-width xsimd batch_cast.
 #pragma once
