@@ -122,6 +122,25 @@ TEST(Elementwise, CastEveryPairOverEdgeValuesMatchesReference) {
   });
 }
 
+// IEEE negation flips the sign bit: -(+0) is -0 and -(-0) is +0, through the SIMD body (n = 37
+// covers full batches and the tail) and through a fused chain under compile, float32 and float64.
+TEST(Elementwise, NegationOfZeroFlipsTheSign) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    std::vector<double> v(37);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = i % 2 ? -0.0 : 0.0;
+    const Tensor x = lanes::cast(lanes::tensor(v, {37}), dt);
+    const Tensor eager = lanes::negative(x);
+    const Tensor fused =
+        lanes::compile([](const Tensor& t) { return lanes::negative(t) * 1.0; })(x);
+    const auto e = lanes::cast(eager, DType::Float64).to_vector<double>();
+    const auto f = lanes::cast(fused, DType::Float64).to_vector<double>();
+    for (size_t i = 0; i < v.size(); ++i) {
+      EXPECT_EQ(std::signbit(e[i]), !std::signbit(v[i])) << "eager element " << i;
+      EXPECT_EQ(std::signbit(f[i]), !std::signbit(v[i])) << "fused element " << i;
+    }
+  }
+}
+
 TEST(Elementwise, CastRules) {
   const float nan = NAN;
   const Tensor f = lanes::tensor(std::vector<float>{-1.7f, 1.7f, nan, 1e10f, -1e10f, -0.0f, 300});

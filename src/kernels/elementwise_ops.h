@@ -53,8 +53,10 @@ struct Neg : Cheap {
   V operator()(V x) const {
     if constexpr (kInt<V>)
       return wrapping(V(0), x, [](auto a, auto b) { return a - b; });
-    else
+    else if constexpr (std::is_floating_point_v<V>)
       return -x;
+    else  // xsimd's batch negation is 0 - x on AVX-512, which makes -(+0) +0: flip the sign bit
+      return xsimd::bitwise_xor(x, V(typename V::value_type(-0.0)));
   }
 };
 
