@@ -4,13 +4,13 @@
 // runs its Haswell (AVX2) kernels, which on tall-skinny products (N, K up to a few hundred, M
 // large: a batch folded into M, as vmap does) reach half of what libxsmm's AVX-512 code does.
 // One libxsmm kernel generated for the exact (64-row block, N, K) shape and called once per block
-// of M, one thread, loaded machine: 2.0-2.6x OpenBLAS's time for (3200, 32, 32), (100, 128, 32),
-// (512, 128, 64), (256, 10, 784), (4096, 128, 512), (1024, 64, 1024), float32 and float64 alike.
-// With OpenBLAS's AVX-512 kernels forced (OPENBLAS_CORETYPE=SkylakeX) the gap is 1.0-1.4x on those
-// shapes (2x on (256, 10, 512)) and libxsmm is slower from N = K = 512 (0.86x for 512^3), so only
-// products whose rhs (K x N) holds at most 64K elements (256 KB of float32: it stays in L2 while
-// the blocks of M stream past) and whose N and K are at most 1024 come here; larger ones stay on
-// OpenBLAS, which threads them itself.
+// of M, one thread, loaded machine: 1.9-2.5x as fast as OpenBLAS for (M, N, K) = (3200, 32, 32),
+// (100, 128, 32), (512, 128, 64), (256, 10, 784), (4096, 128, 512), (1024, 64, 1024), float32 and
+// float64 alike. With OpenBLAS's AVX-512 kernels forced (OPENBLAS_CORETYPE=SkylakeX) the gap is
+// 1.0-1.4x on those shapes (2x on (256, 10, 784)) and libxsmm is slower from N = K = 512 (0.86x
+// for 512^3), so only products whose rhs (K x N) holds at most 64K elements (256 KB of float32: it
+// stays in L2 while the blocks of M stream past) and whose N and K are at most 1024 come here;
+// larger ones stay on OpenBLAS, which threads them itself.
 //
 // libxsmm's JIT takes a transposed B but not a transposed A (1.17 returns no kernel). Its
 // column-major C^T = B^T A^T is our row-major C = A B, so our lhs is its B and our rhs its A: a
