@@ -39,7 +39,8 @@ kernels::DotCounters count(F&& f) {
   const kernels::DotCounters before = kernels::dot_counters();
   f();
   const kernels::DotCounters after = kernels::dot_counters();
-  return {after.gemm_calls - before.gemm_calls, after.copied_elements - before.copied_elements};
+  return {after.gemm_calls - before.gemm_calls, after.copied_elements - before.copied_elements,
+          after.xsmm_products - before.xsmm_products};
 }
 
 TEST(Matmul, TransposedOperandsGoToBlasWithoutCopies) {

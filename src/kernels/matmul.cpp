@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "kernels/matmul_small.h"
+#include "kernels/matmul_xsmm.h"
 #include "lanes/parallel.h"
 
 namespace lanes::kernels {
@@ -21,6 +22,7 @@ namespace {
 
 std::atomic<int64_t> g_gemm_calls{0};
 std::atomic<int64_t> g_copied_elements{0};
+std::atomic<int64_t> g_xsmm_products{0};
 
 // A group of dims flattened into one: `size` elements `stride` apart.
 struct Dim {
@@ -153,6 +155,23 @@ void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
   run_gemms(batch, 2.0 * double(mn) * double(a.m.cols.size), [&](int64_t i) {
     gemm(a.m, b.m, pa + batch_offset(a, i), pb + batch_offset(b, i), out + i * mn);
   });
+}
+
+// Products with small N and K through libxsmm's kernels (matmul_xsmm.h says why): false, having
+// written nothing, when the shape does not suit them or libxsmm has no kernel for it.
+template <class T>
+bool xsmm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
+  const int64_t m = a.m.rows.size, n = b.m.cols.size, k = a.m.cols.size;
+  if (!xsmm_suits(m, n, k, b.m.trans)) return false;
+  std::vector<int64_t> a_offsets(batch), b_offsets(batch);
+  for (int64_t i = 0; i < batch; ++i)
+    a_offsets[i] = batch_offset(a, i), b_offsets[i] = batch_offset(b, i);
+  const XsmmOperand<T> xa{a.view.data<T>(), a_offsets.data(), a.m.trans, a.m.ld};
+  const XsmmOperand<T> xb{b.view.data<T>(), b_offsets.data(), b.m.trans, b.m.ld};
+  if (!xsmm_products(xa, xb, batch, m, n, k, XsmmOutput<T>{out, m * n, n})) return false;
+  g_gemm_calls += batch;
+  g_xsmm_products += batch;
+  return true;
 }
 
 // ---- products with the identity -------------------------------------------------------------
@@ -352,6 +371,24 @@ std::vector<size_t> contracting_order(
   return best;
 }
 
+// column_blocks' products through libxsmm, which writes each block of columns in place (rows
+// blocks x width apart) in parallel over the blocks and their rows; false when the shape does not
+// suit it.
+template <class T>
+bool xsmm_columns(const Operand& a, const Operand& block, int64_t blocks, int64_t block_stride,
+                  T* out) {
+  const int64_t m = a.m.rows.size, n = block.m.cols.size, k = a.m.cols.size;
+  if (!xsmm_suits(m, n, k, block.m.trans)) return false;
+  std::vector<int64_t> a_offsets(blocks, 0), b_offsets(blocks);
+  for (int64_t j = 0; j < blocks; ++j) b_offsets[j] = j * block_stride;
+  const XsmmOperand<T> xa{a.view.data<T>(), a_offsets.data(), a.m.trans, a.m.ld};
+  const XsmmOperand<T> xb{block.view.data<T>(), b_offsets.data(), block.m.trans, block.m.ld};
+  if (!xsmm_products(xa, xb, blocks, m, n, k, XsmmOutput<T>{out, n, blocks * n})) return false;
+  g_gemm_calls += blocks;
+  g_xsmm_products += blocks;
+  return true;
+}
+
 // a @ rhs for an rhs whose free dims (N) do not merge into one evenly spaced dim but whose dims
 // after the first free one do: the weights of a vmap over models beside a shared input
 // (x @ W_b, W_b's model axis outside its K axis). Copying the rhs into a (K, N) matrix made one
@@ -359,6 +396,7 @@ std::vector<size_t> contracting_order(
 // GEMM per index of the first free dim fills its block of output columns (425 us). Returning the
 // dense blocks as a view with the models outermost made the consumers of that layout 2x slower
 // at first, and still ~10% slower end to end once the elementwise kernels took runs of rows.
+// Blocks small enough for libxsmm go there instead (xsmm_columns), which also spares the scratch.
 // `pr` is the rhs permuted to (K dims, N dims).
 // Returns nothing when the rhs fits BLAS as it is, or when its other N dims do not merge either.
 template <class T>
@@ -379,6 +417,7 @@ std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs, std::ve
   T* po = out.mutable_data<T>();
   const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(width);
   const int64_t rows = a.m.rows.size;
+  if (xsmm_columns(a, block, blocks, rhs.strides()[outer], po)) return out;
   run_gemms(blocks, flops, [&](int64_t j) {
     // Through a dense scratch block: BLAS zeroes C before a beta = 0 product, and for a C whose
     // columns are strided (ldc != its width) it does so a float at a time, which took 17% of the
@@ -394,7 +433,9 @@ std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs, std::ve
 
 }  // namespace
 
-DotCounters dot_counters() { return {g_gemm_calls.load(), g_copied_elements.load()}; }
+DotCounters dot_counters() {
+  return {g_gemm_calls.load(), g_copied_elements.load(), g_xsmm_products.load()};
+}
 
 Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
                    const std::vector<int64_t>& rc, const std::vector<int64_t>& lb,
@@ -465,7 +506,7 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
       int_matmul<T>(a, b, batch, out.mutable_data<T>());
     else if (small)
       small_batched<T>(a, b, batch, out.mutable_data<T>());
-    else
+    else if (!xsmm_batched<T>(a, b, batch, out.mutable_data<T>()))
       gemm_batched<T>(a, b, batch, out.mutable_data<T>());
   });
   return out;

@@ -11,6 +11,8 @@
 //  - Batch dims: a parallel loop over the batch of single-threaded GEMMs (inside an OpenMP
 //    region OpenBLAS's OpenMP build runs single-threaded), or, for a few large matrices, a serial
 //    loop of GEMMs that BLAS threads itself.
+// Float products with small N and K (the rhs at most 64K elements) run libxsmm's JIT kernels
+// instead, a call per 64-row block of M, 2x OpenBLAS on this machine (matmul_xsmm.h).
 #pragma once
 
 #include <cstdint>
@@ -28,10 +30,12 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs,
                    const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch);
 
 /// Counters since the program started, for tests and benchmarks: GEMM (or integer matmul) calls
-/// made, and elements of operands copied because their layout did not fit BLAS.
+/// made, elements of operands copied because their layout did not fit BLAS, and the products
+/// (of those GEMM calls) that ran through libxsmm's small-matrix kernels (matmul_xsmm.h).
 struct DotCounters {
   int64_t gemm_calls = 0;
   int64_t copied_elements = 0;
+  int64_t xsmm_products = 0;
 };
 DotCounters dot_counters();
 

@@ -1,0 +1,129 @@
+#include "kernels/matmul_xsmm.h"
+
+#include <libxsmm.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "lanes/parallel.h"
+
+namespace lanes::kernels {
+
+namespace {
+
+// Rows of M per kernel call: 64 was the best or within noise of it for N, K in 16..256 (32 and
+// 128 were up to 15% slower on some shapes), and gives two threads enough blocks from M = 128.
+constexpr int64_t kBlockRows = 64;
+
+// The bounds of matmul_xsmm.h: the largest N and K, the largest rhs (K x N elements), and the
+// fewest rows of M for which a column-major rhs is worth copying.
+constexpr int64_t kMaxNK = 1024;
+constexpr int64_t kMaxRhsElements = 65536;
+constexpr int64_t kMinRowsForRhsCopy = 32;
+
+template <class T>
+using Kernel =
+    std::conditional_t<std::is_same_v<T, float>, libxsmm_smmfunction, libxsmm_dmmfunction>;
+
+// The kernel for row-major C (rows x n, rows ldc apart) = A (rows x k) B (k x n, rows ldb apart),
+// A row-major with rows lda apart or (lhs_trans) column-major with columns lda apart. libxsmm is
+// column-major: it computes C^T = B^T A^T, so B is its first operand, A its second (transposed
+// there when ours is column-major). Null when libxsmm has no kernel.
+template <class T>
+Kernel<T> dispatch(int64_t rows, int64_t n, int64_t k, bool lhs_trans, int64_t lda, int64_t ldb,
+                   int64_t ldc) {
+  // libxsmm_init is idempotent but not free; a function-local static runs it once, thread-safely,
+  // before the first dispatch.
+  static const bool initialised = (libxsmm_init(), true);
+  (void)initialised;
+  const libxsmm_blasint xm = libxsmm_blasint(n), xn = libxsmm_blasint(rows),
+                        xk = libxsmm_blasint(k), xlda = libxsmm_blasint(ldb),
+                        xldb = libxsmm_blasint(lda), xldc = libxsmm_blasint(ldc);
+  const int flags = LIBXSMM_GEMM_FLAG_BETA_0 | (lhs_trans ? LIBXSMM_GEMM_FLAG_TRANS_B : 0);
+  const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;  // the kernels take (a, b, c) only
+  if constexpr (std::is_same_v<T, float>)
+    return libxsmm_smmdispatch(xm, xn, xk, &xlda, &xldb, &xldc, nullptr, nullptr, &flags,
+                               &prefetch);
+  else
+    return libxsmm_dmmdispatch(xm, xn, xk, &xlda, &xldb, &xldc, nullptr, nullptr, &flags,
+                               &prefetch);
+}
+
+// dst (k x n, row-major, dense) = the column-major matrix at src (columns ld apart), by tiles
+// that keep both sides' lines in cache.
+template <class T>
+void transpose_into(const T* src, int64_t ld, int64_t k, int64_t n, T* dst) {
+  constexpr int64_t kTile = 16;
+  for (int64_t j0 = 0; j0 < n; j0 += kTile)
+    for (int64_t p0 = 0; p0 < k; p0 += kTile) {
+      const int64_t j1 = std::min(j0 + kTile, n), p1 = std::min(p0 + kTile, k);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t p = p0; p < p1; ++p) dst[p * n + j] = src[p + j * ld];
+    }
+}
+
+// The rhs of every product as a dense row-major matrix: one copy when every product shares it
+// (a broadcast batch dim), else one per product. Fills `copies` and `offsets`.
+template <class T>
+void row_major_rhs(const XsmmOperand<T>& b, int64_t batch, int64_t k, int64_t n,
+                   std::vector<T>& copies, std::vector<int64_t>& offsets) {
+  const int64_t* in = b.batch_offsets;
+  const bool shared = std::all_of(in, in + batch, [&](int64_t o) { return o == in[0]; });
+  const int64_t count = shared ? 1 : batch, size = k * n;
+  copies.resize(size_t(count * size));
+  offsets.resize(size_t(batch));
+  for (int64_t i = 0; i < batch; ++i) offsets[i] = shared ? 0 : i * size;
+  parallel_for(count, std::max<int64_t>(1, 32768 / size), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      transpose_into(b.data + in[i], b.ld, k, n, copies.data() + i * size);
+  });
+}
+
+}  // namespace
+
+bool xsmm_suits(int64_t m, int64_t n, int64_t k, bool rhs_trans) {
+  return m >= 2 && n >= 2 && k >= 2 && n <= kMaxNK && k <= kMaxNK && n * k <= kMaxRhsElements &&
+         (!rhs_trans || m >= kMinRowsForRhsCopy);
+}
+
+template <class T>
+bool xsmm_products(const XsmmOperand<T>& a, const XsmmOperand<T>& b, int64_t batch, int64_t m,
+                   int64_t n, int64_t k, const XsmmOutput<T>& out) {
+  const int64_t block = std::min(m, kBlockRows), full = m / block, rest = m % block;
+  const int64_t ldb = b.trans ? n : b.ld, ldc = out.ldc;
+  // Dispatched once here, not per block: a cached dispatch still costs ~0.15 us, a tenth of a
+  // 64 x 32 x 32 block.
+  const Kernel<T> kernel = dispatch<T>(block, n, k, a.trans, a.ld, ldb, ldc);
+  const Kernel<T> tail = rest ? dispatch<T>(rest, n, k, a.trans, a.ld, ldb, ldc) : kernel;
+  if (!kernel || !tail) return false;
+  const T* pb = b.data;
+  const int64_t* b_offsets = b.batch_offsets;
+  std::vector<T> copies;
+  std::vector<int64_t> copy_offsets;
+  if (b.trans) {
+    row_major_rhs(b, batch, k, n, copies, copy_offsets);
+    pb = copies.data();
+    b_offsets = copy_offsets.data();
+  }
+  const int64_t blocks = full + (rest ? 1 : 0);
+  const int64_t a_step = a.trans ? block : block * a.ld;  // to the next block of rows
+  const double flops = 2.0 * double(block) * double(n) * double(k);
+  const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / flops));  // a few us per chunk
+  parallel_for(batch * blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t i = t / blocks, r = t % blocks;
+      const T* pa = a.data + a.batch_offsets[i] + r * a_step;
+      T* pc = out.data + i * out.batch_stride + r * block * ldc;
+      (r < full ? kernel : tail)(pb + b_offsets[i], pa, pc);
+    }
+  });
+  return true;
+}
+
+template bool xsmm_products<float>(const XsmmOperand<float>&, const XsmmOperand<float>&, int64_t,
+                                   int64_t, int64_t, int64_t, const XsmmOutput<float>&);
+template bool xsmm_products<double>(const XsmmOperand<double>&, const XsmmOperand<double>&, int64_t,
+                                    int64_t, int64_t, int64_t, const XsmmOutput<double>&);
+
+}  // namespace lanes::kernels
