@@ -62,12 +62,6 @@ inline Outputs mlp_dropout_manual(const Mlp& p, const Tensor& x, const Tensor& y
       Mlp{batched_outer(x, d1), d1, batched_outer(a1, d2), d2, batched_outer(a2, d3), d3});
 }
 
-inline Mlp mlp_params() {
-  return Mlp{normal(30, {784, 512}, 1 / std::sqrt(784.0)), normal(31, {512}, 0.1),
-             normal(32, {512, 512}, 1 / std::sqrt(512.0)), normal(33, {512}, 0.1),
-             normal(34, {512, 10}, 1 / std::sqrt(512.0)),  normal(35, {10}, 0.1)};
-}
-
 inline std::vector<Variant> perex_mlp_dropout() {
   const int64_t batch = 256;
   const Mlp p = mlp_params();
@@ -81,14 +75,7 @@ inline std::vector<Variant> perex_mlp_dropout() {
   const Tensor lane_keys = dropout_lane_keys(batch);
   // The peers cannot reproduce lanes' counter-based draws: they get the keep masks every
   // variant draws (those of dropout_masks, which the manual variant uses too) as inputs.
-  inputs({{"w1", p.w1},
-          {"b1", p.b1},
-          {"w2", p.w2},
-          {"b2", p.b2},
-          {"w3", p.w3},
-          {"b3", p.b3},
-          {"x", x},
-          {"y", y}});
+  mlp_inputs(p, x, y);
   if (input_log())
     inputs({{"keep1", dropout_masks(lane_keys, 0, p.w1.shape(1))},
             {"keep2", dropout_masks(lane_keys, 1, p.w2.shape(1))}});

@@ -97,6 +97,13 @@ inline Tensor mlp_loss(const Mlp& q, const Tensor& xi, const Tensor& yi) {
   return lanes::softmax_cross_entropy(lanes::matmul(h2, q.w3) + q.b3, yi);
 }
 
+/// The 784-512-512-10 MLP of perex_mlp and perex_mlp_dropout (fixed seeds).
+inline Mlp mlp_params() {
+  return Mlp{normal(30, {784, 512}, 1 / std::sqrt(784.0)), normal(31, {512}, 0.1),
+             normal(32, {512, 512}, 1 / std::sqrt(512.0)), normal(33, {512}, 0.1),
+             normal(34, {512, 10}, 1 / std::sqrt(512.0)),  normal(35, {10}, 0.1)};
+}
+
 /// Names an MLP workload's parameters and data for --dump-inputs.
 inline void mlp_inputs(const Mlp& p, const Tensor& x, const Tensor& y) {
   inputs({{"w1", p.w1},
@@ -111,9 +118,7 @@ inline void mlp_inputs(const Mlp& p, const Tensor& x, const Tensor& y) {
 
 inline std::vector<Variant> perex_mlp() {
   const int64_t batch = 256;
-  const Mlp p{normal(30, {784, 512}, 1 / std::sqrt(784.0)), normal(31, {512}, 0.1),
-              normal(32, {512, 512}, 1 / std::sqrt(512.0)), normal(33, {512}, 0.1),
-              normal(34, {512, 10}, 1 / std::sqrt(512.0)),  normal(35, {10}, 0.1)};
+  const Mlp p = mlp_params();
   const Tensor x = normal(36, {batch, 784}), y = labels(37, batch, 10);
   mlp_inputs(p, x, y);
   std::vector<Variant> variants = per_example_variants(lanes::grad(mlp_loss), p, x, y);
