@@ -67,8 +67,21 @@ std::vector<Tensor> bind_scan(Graph body, std::vector<Tensor> init, std::vector<
 int64_t scan_length(const std::vector<Tensor>& xs, const ScanOptions& options);
 /// The leaf types of xs without their leading axis.
 std::vector<TensorType> slice_types(const std::vector<Tensor>& xs);
+/// Raises "op: what leaf i is an undefined tensor" for the first undefined leaf (just "what" when
+/// there is one leaf).
+void check_defined(const std::vector<Tensor>& leaves, const char* op, const char* what);
 /// Checks that a 0-d bool predicate of `what` (a cond's, a loop's).
 void check_predicate(const TensorType& pred, const char* what);
+
+/// Raises when two trees of one C++ type differ in structure (vector sizes, map keys): leaves
+/// are matched by position, so a mismatch would silently put values in the wrong places.
+template <class T>
+void check_same_structure(const char* op, const std::string& a_name, const T& a,
+                          const std::string& b_name, const T& b) {
+  const std::string sa = tree::describe(a), sb = tree::describe(b);
+  check(sa == sb, op, ": ", a_name, " and ", b_name, " differ in tree structure: ", a_name, " is ",
+        sa, ", ", b_name, " is ", sb);
+}
 
 template <class F, class... Ops>
 Graph trace_branch(const F& f, std::invoke_result_t<const F&, const Ops&...>* out,
@@ -84,14 +97,22 @@ template <class Fn, class... Ops>
 auto switch_case(const Tensor& index, const std::vector<Fn>& branches, const Ops&... operands) {
   using Out = std::invoke_result_t<const Fn&, const Ops&...>;
   check(!branches.empty(), "switch_case: no branches");
+  detail::check_defined({index}, "switch_case", "index");
   check(index.ndim() == 0 && is_integral(index.dtype()),
         "switch_case: the index must be a 0-d integer tensor, got shape ", fmt(index.shape()), " ",
         dtype_name(index.dtype()));
-  Out out{};
-  std::vector<Graph> graphs;
-  for (const Fn& f : branches) graphs.push_back(detail::trace_branch(f, &out, operands...));
   std::vector<Tensor> leaves;
   (tree::flatten(operands, leaves), ...);
+  detail::check_defined(leaves, "switch_case", "operand");
+  Out out{}, first{};
+  std::vector<Graph> graphs;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    graphs.push_back(detail::trace_branch(branches[i], i == 0 ? &first : &out, operands...));
+    if (i > 0)
+      detail::check_same_structure("switch_case", "branch 0", first, "branch " + std::to_string(i),
+                                   out);
+  }
+  if (branches.size() == 1) out = first;
   return tree::rebuild(
       out, detail::bind_cond(index, std::move(graphs), std::move(leaves), "switch_case"));
 }
@@ -103,13 +124,16 @@ auto cond(const Tensor& pred, const TrueFn& true_fn, const FalseFn& false_fn,
   using Out = std::invoke_result_t<const TrueFn&, const Ops&...>;
   static_assert(std::is_same_v<Out, std::invoke_result_t<const FalseFn&, const Ops&...>>,
                 "lanes::cond: both branches must return the same type");
+  detail::check_defined({pred}, "cond", "pred");
   detail::check_predicate({pred.shape(), pred.dtype()}, "cond");
+  std::vector<Tensor> leaves;
+  (tree::flatten(operands, leaves), ...);
+  detail::check_defined(leaves, "cond", "operand");
   Out out{}, ignored{};
   std::vector<Graph> graphs;
   graphs.push_back(detail::trace_branch(false_fn, &ignored, operands...));
   graphs.push_back(detail::trace_branch(true_fn, &out, operands...));
-  std::vector<Tensor> leaves;
-  (tree::flatten(operands, leaves), ...);
+  detail::check_same_structure("cond", "the true branch", out, "the false branch", ignored);
   return tree::rebuild(out, detail::bind_cond(cast(pred, DType::Int32), std::move(graphs),
                                               std::move(leaves), "cond"));
 }
@@ -119,12 +143,14 @@ template <class CondFn, class BodyFn, class Carry>
 Carry while_loop(const CondFn& cond_fn, const BodyFn& body_fn, const Carry& init) {
   static_assert(std::is_convertible_v<std::invoke_result_t<const BodyFn&, const Carry&>, Carry>,
                 "lanes::while_loop: the body must return the carry's type");
+  detail::check_defined(tree::flatten(init), "while_loop", "init");
   detail::LoopBodyFrame no_draws("while_loop");  // (lanes/implicit.h)
   Tensor pred;
   Graph c = detail::trace<CondFn>(cond_fn, &pred, detail::leaf_types(init), init);
   auto body = [&](const Carry& x) -> Carry { return body_fn(x); };
   Carry out{};
   Graph b = detail::trace<decltype(body)>(body, &out, detail::leaf_types(init), init);
+  detail::check_same_structure("while_loop", "the initial carry", init, "the body's carry", out);
   return tree::rebuild(init, detail::bind_while(std::move(c), std::move(b), tree::flatten(init)));
 }
 
@@ -137,6 +163,8 @@ auto scan(const F& f, const Carry& init, const Xs& xs, const ScanOptions& option
   static_assert(std::is_convertible_v<std::tuple_element_t<0, Result>, Carry>,
                 "lanes::scan: f must return (carry of the init's type, y)");
   const std::vector<Tensor> x_leaves = tree::flatten(xs);
+  detail::check_defined(tree::flatten(init), "scan", "init");
+  detail::check_defined(x_leaves, "scan", "xs");
   const int64_t length = detail::scan_length(x_leaves, options);
   std::vector<TensorType> types = detail::leaf_types(init);
   const std::vector<TensorType> x_types = detail::slice_types(x_leaves);
@@ -150,6 +178,7 @@ auto scan(const F& f, const Carry& init, const Xs& xs, const ScanOptions& option
     detail::LoopBodyFrame no_draws("scan / fori_loop");  // (lanes/implicit.h)
     return detail::trace<decltype(body)>(body, &out, types, init, xs);
   }();
+  detail::check_same_structure("scan", "the initial carry", init, "f's carry", out.first);
   std::vector<Tensor> leaves =
       detail::bind_scan(std::move(g), tree::flatten(init), x_leaves, length, options.reverse);
   return tree::rebuild(out, leaves);

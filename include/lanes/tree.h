@@ -146,6 +146,51 @@ size_t num_leaves(const T& x) {
   }
 }
 
+template <class T>
+constexpr bool kIsVector = false;
+template <class T>
+constexpr bool kIsVector<std::vector<T>> = true;
+template <class T>
+constexpr bool kIsMap = false;
+template <class T>
+constexpr bool kIsMap<std::map<std::string, T>> = true;
+
+/// The structure of `x` without its leaves, for comparing two trees of one C++ type: vectors
+/// as [..], maps as {key: ..}, fixed-size nodes (tuple, pair, array, struct) as (..), a leaf as
+/// *. Two trees of one type with equal leaf counts can still differ here (vector sizes, keys).
+template <class T>
+void describe(const T& x, std::string& out) {
+  if constexpr (std::is_same_v<T, Tensor>) {
+    out += '*';
+  } else {
+    constexpr bool is_map = kIsMap<T>, is_vector = kIsVector<T>;
+    out += is_map ? '{' : is_vector ? '[' : '(';
+    bool first = true;
+    if constexpr (is_map) {
+      for (const auto& [k, c] : x) {
+        out += first ? "" : ", ";
+        first = false;
+        out += k + ": ";
+        describe(c, out);
+      }
+    } else {
+      Tree<T>::each(x, [&](const auto& c) {
+        out += first ? "" : ", ";
+        first = false;
+        describe(c, out);
+      });
+    }
+    out += is_map ? '}' : is_vector ? ']' : ')';
+  }
+}
+
+template <class T>
+std::string describe(const T& x) {
+  std::string out;
+  describe(x, out);
+  return out;
+}
+
 /// A tree shaped like `like` whose leaves are leaves[pos], leaves[pos + 1], ...; advances pos.
 template <class T>
 T rebuild(const T& like, const std::vector<Tensor>& leaves, size_t& pos) {

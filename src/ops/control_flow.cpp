@@ -31,6 +31,13 @@ void check_carry(const std::vector<TensorType>& got, const std::vector<TensorTyp
 
 }  // namespace
 
+void check_defined(const std::vector<Tensor>& leaves, const char* op, const char* what) {
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const std::string leaf = leaves.size() == 1 ? "" : " leaf " + std::to_string(i);
+    check(leaves[i].defined(), op, ": ", what, leaf, " is an undefined tensor");
+  }
+}
+
 void check_predicate(const TensorType& pred, const char* what) {
   check(pred.shape.empty() && pred.dtype == DType::Bool, what,
         ": the predicate must be a 0-d bool tensor, got ", type_str(pred),
@@ -121,6 +128,9 @@ std::vector<Tensor> bind_scan(Graph body, std::vector<Tensor> init, std::vector<
 namespace {
 
 void check_starts(const Tensor& x, const std::vector<Tensor>& starts, const char* op) {
+  check(x.defined(), op, ": x is an undefined tensor");
+  for (size_t d = 0; d < starts.size(); ++d)
+    check(starts[d].defined(), op, ": start ", d, " is an undefined tensor");
   check(int64_t(starts.size()) == x.ndim(), op, ": ", starts.size(), " starts for x of shape ",
         fmt(x.shape()), " (one per dim)");
   for (size_t d = 0; d < starts.size(); ++d)
@@ -183,6 +193,7 @@ Tensor dynamic_update_slice(const Tensor& x, const Tensor& update,
 }
 
 Tensor Tensor::operator[](int64_t i) const {
+  check(defined(), "x[", i, "]: x is an undefined tensor");
   check(ndim() >= 1, "x[", i, "]: x is 0-d");
   const int64_t n = shape(0);
   check(i >= -n && i < n, "x[", i, "]: index out of range for axis 0 of size ", n, " (shape ",
@@ -192,6 +203,8 @@ Tensor Tensor::operator[](int64_t i) const {
 }
 
 Tensor Tensor::operator[](const Tensor& i) const {
+  check(defined(), "x[i]: x is an undefined tensor");
+  check(i.defined(), "x[i]: the index i is an undefined tensor");
   check(ndim() >= 1, "x[i]: x is 0-d");
   check(i.ndim() == 0 && is_integral(i.dtype()),
         "x[i]: the index must be a 0-d integer tensor, got shape ", fmt(i.shape()), " ",
