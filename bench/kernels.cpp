@@ -6,7 +6,6 @@
 //   build/bench/kernels fresh   (only when named: ~12 s of streaming into one fresh buffer)
 #include <cblas.h>
 #include <immintrin.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -194,8 +193,9 @@ constexpr int64_t kFloats = 16 << 20;  // 64 MB of float32
 float* alloc64(int64_t n) { return static_cast<float*>(std::aligned_alloc(64, n * sizeof(float))); }
 
 void triad(float* a, const float* b, const float* c, float s) {
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < kFloats; ++i) a[i] = b[i] + s * c[i];
+  lanes::parallel_for(kFloats, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) a[i] = b[i] + s * c[i];
+  });
 }
 
 // Non-temporal stores skip the read-for-ownership of a's cache lines. Each thread streams a
@@ -217,15 +217,12 @@ __attribute__((target("avx2,fma"))) void triad_nt256(float* a, const float* b, c
 }
 
 void triad_nt(float* a, const float* b, const float* c, float s, bool avx512) {
-#pragma omp parallel
-  {
-    const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads(), blocks = kFloats / 16;
-    const int64_t begin = blocks * t / nt * 16, end = blocks * (t + 1) / nt * 16;
+  lanes::parallel_for(kFloats / 16, 1 << 12, [&](int64_t b0, int64_t b1) {
     if (avx512)
-      triad_nt512(a, b, c, s, begin, end);
+      triad_nt512(a, b, c, s, b0 * 16, b1 * 16);
     else
-      triad_nt256(a, b, c, s, begin, end);
-  }
+      triad_nt256(a, b, c, s, b0 * 16, b1 * 16);
+  });
 }
 
 // Streams non-temporal stores into one freshly allocated 680 MB buffer (the size of perex_mlp's
@@ -279,10 +276,11 @@ void bandwidth_section() {
       "write-allocate reads not counted, as STREAM)\n",
       mb / (1 << 20));
   float *a = alloc64(kFloats), *b = alloc64(kFloats), *c = alloc64(kFloats);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < kFloats; ++i) a[i] = 0.0f, b[i] = 1.0f, c[i] = 2.0f;
+  lanes::parallel_for(kFloats, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) a[i] = 0.0f, b[i] = 1.0f, c[i] = 2.0f;
+  });
   const double t_triad = median_seconds(9, [&] { triad(a, b, c, 3.0f); });
-  row("triad a = b + s*c, normal stores (OpenMP)", 3 * mb / t_triad * 1e-9, "GB/s", t_triad);
+  row("triad a = b + s*c, normal stores (parallel_for)", 3 * mb / t_triad * 1e-9, "GB/s", t_triad);
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const double t_nt = median_seconds(9, [&] { triad_nt(a, b, c, 3.0f, avx512); });
   row(avx512 ? "triad, non-temporal stores (_mm512_stream_ps)"
@@ -350,7 +348,7 @@ int main(int argc, char** argv) {
       if (std::strcmp(argv[i], name) == 0) return true;
     return false;
   };
-  std::printf("lanes kernel benchmarks: %d threads (OpenMP), OpenBLAS threads %d\n",
+  std::printf("lanes kernel benchmarks: %d threads (lanes' pool), OpenBLAS threads %d\n",
               lanes::num_threads(), openblas_get_num_threads());
   const auto start = Clock::now();
   if (wanted("gemm")) gemm_section();

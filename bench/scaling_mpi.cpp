@@ -10,7 +10,7 @@
 // Rows (JSON lines, then a table): `sharded` is the whole step; `allreduce` is MPI_Allreduce of
 // the gradient bytes alone (the communication part), and with one rank `unsharded` is the same
 // step as an ordinary vmap (no MPI), for the sharding overhead. Options: --batch N (256),
-// --runs N (20), --threads N (OpenMP threads per rank).
+// --runs N (20), --threads N (pool threads per rank).
 #include <mpi.h>
 
 #include <algorithm>

@@ -4,7 +4,11 @@
 // variants of a workload disagree (their checksums differ) or one fails.
 //
 //     build/bench/workloads [--workload NAME]... [--threads N] [--json-only] [--quick]
-//                           [--dump-inputs DIR]
+//                           [--no-loop] [--callers N] [--dump-inputs DIR]
+//
+// --no-loop skips the loop variants. --callers N calls each variant from N application threads
+// at once in every timed run and reports the wall time divided by N (the time per call at the
+// pair's throughput): bench/contention's concurrent-callers condition.
 //
 // --dump-inputs DIR writes the selected workloads' inputs as .npy files and a manifest (see
 // workloads/dump.h) instead of timing them: the inputs bench/peers/ reads.
@@ -13,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -20,6 +25,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "workloads/cnn.h"
@@ -69,6 +75,8 @@ struct Options {
   bool json_only = false;
   bool quick = false;    // 3 warm-ups + 2 runs per variant, for CI smoke tests
   std::string dump_dir;  // --dump-inputs: write the inputs here and time nothing
+  bool no_loop = false;  // --no-loop: skip the loop variants
+  int callers = 1;       // --callers: application threads calling each variant at once
 };
 
 struct Result {
@@ -128,7 +136,33 @@ double peak_rss_mb() {
 /// cache to warm up), runs once, cold. Peaks are those of the timed runs:
 /// the previous output is dropped before each run, so the peak is one run's working set plus its
 /// output.
-Result measure(const std::string& workload, const Variant& v, bool quick) {
+/// One timed run: v.run() on this thread and callers - 1 more at once; this thread's output, and
+/// the first error any caller threw.
+Outputs run_callers(const Variant& v, int callers) {
+  if (callers == 1) return v.run();
+  std::vector<std::exception_ptr> errors(callers);
+  std::vector<std::thread> others;
+  for (int c = 1; c < callers; ++c)
+    others.emplace_back([&, c] {
+      try {
+        v.run();
+      } catch (...) {
+        errors[c] = std::current_exception();
+      }
+    });
+  Outputs out;
+  try {
+    out = v.run();
+  } catch (...) {
+    errors[0] = std::current_exception();
+  }
+  for (std::thread& t : others) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+Result measure(const std::string& workload, const Variant& v, bool quick, int callers) {
   using Clock = std::chrono::steady_clock;
   Result r{workload, v.name};
   lanes::empty_cache();
@@ -146,8 +180,9 @@ Result measure(const std::string& workload, const Variant& v, bool quick) {
     while (int(r.ms.size()) < max_runs && (int(r.ms.size()) < min_runs || total_ms < budget_ms)) {
       out.clear();
       const auto t0 = Clock::now();
-      out = v.run();
-      r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      out = run_callers(v, callers);
+      r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() /
+                     callers);
       total_ms += r.ms.back();
     }
     const lanes::MemoryStats mem = lanes::memory_stats();
@@ -280,10 +315,14 @@ std::optional<Options> parse(int argc, char** argv) {
       workloads::quick_mode() = true;
     } else if (a == "--dump-inputs" && i + 1 < argc) {
       o.dump_dir = argv[++i];
+    } else if (a == "--no-loop") {
+      o.no_loop = true;
+    } else if (a == "--callers" && i + 1 < argc) {
+      o.callers = std::max(1, std::atoi(argv[++i]));
     } else {
       std::fprintf(stderr,
                    "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick] "
-                   "[--dump-inputs DIR]\n",
+                   "[--no-loop] [--callers N] [--dump-inputs DIR]\n",
                    argv[0]);
       return std::nullopt;
     }
@@ -332,7 +371,8 @@ int main(int argc, char** argv) {
     try {
       const std::vector<Variant> variants = w.setup();
       for (const Variant& v : variants) {
-        rs.push_back(measure(w.name, v, opt->quick));
+        if (opt->no_loop && v.name == "loop") continue;
+        rs.push_back(measure(w.name, v, opt->quick, opt->callers));
         print_json(rs.back(), opt->threads);
       }
     } catch (const std::exception& e) {  // setup itself failed

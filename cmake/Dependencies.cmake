@@ -1,13 +1,13 @@
 # Third-party dependencies, all Debian packages. Shared by the build and by find_package(lanes).
 #
-# OpenBLAS must be the OpenMP build (libopenblas-openmp-dev): it shares libgomp's threads with our
-# parallel_for, so a loop of single-threaded GEMMs inside a parallel region never oversubscribes.
-# The system default libopenblas may be the pthreads build, so we point FindBLAS at the OpenMP
-# directory first; lanes also checks openblas_get_parallel() at run time.
+# OpenBLAS is the pthreads build (libopenblas-pthread-dev), run single-threaded: lanes splits large
+# GEMMs over its own pool (src/kernels/gemm.h), so one pool serves every kernel. Not the OpenMP
+# build: it resets its thread count from each calling thread's OpenMP setting and would start a
+# libgomp team inside a pool thread. Not the serial build: Debian builds it without locking, and
+# concurrent calls from several threads returned wrong products here. The system default
+# libopenblas may be another build, so FindBLAS looks in the pthreads directory first.
 include(CMakeFindDependencyMacro)
-find_dependency(OpenMP)
-
-set(_lanes_openblas_dir /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp)
+set(_lanes_openblas_dir /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread)
 set(BLA_VENDOR OpenBLAS)
 list(PREPEND CMAKE_LIBRARY_PATH ${_lanes_openblas_dir})
 find_dependency(BLAS)

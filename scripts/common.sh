@@ -3,7 +3,7 @@
 set -euo pipefail
 
 LANES_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LANES_PACKAGES=(g++ cmake make libopenblas-openmp-dev libgtest-dev libxsimd-dev libopenmpi-dev openmpi-bin
+LANES_PACKAGES=(g++ cmake make libopenblas-pthread-dev libgtest-dev libxsimd-dev libopenmpi-dev openmpi-bin
   libxsmm-dev)
 
 lanes_install_deps() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds lanes and runs every test: ./scripts/test.sh
 # With --sanitize: the same under AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan/.
-# With --tsan: the concurrency test and the fuzz test's fixed seeds under ThreadSanitizer, in
+# With --tsan: the thread pool, concurrency and fuzz tests' fixed seeds under ThreadSanitizer, in
 # build-tsan/ (only those targets: a TSan build of every test would take most of the CI budget).
 source "$(dirname "$0")/common.sh"
 lanes_install_deps
@@ -12,14 +12,14 @@ if [ "${1:-}" = "--sanitize" ]; then
   export LANES_FUZZ_SEEDS=0:2000  # a seventh of test_fuzz's seeds: it is ~5x slower here (CI time)
 elif [ "${1:-}" = "--tsan" ]; then
   dir="$LANES_ROOT/build-tsan"
-  tsan_tests=(test_threads test_fuzz)
+  tsan_tests=(test_parallel test_threads test_fuzz)
   cmake -S "$LANES_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLANES_TSAN=ON \
     -DLANES_BUILD_BENCH=OFF -DLANES_BUILD_EXAMPLES=OFF >/dev/null
   cmake --build "$dir" -j "$(nproc)" --target "${tsan_tests[@]}"
-  # libgomp and OpenBLAS are not instrumented: one thread each, and tests/tsan.supp for what
-  # OpenBLAS still shares between caller threads. test_fuzz is single-threaded and ~20x slower
-  # under TSan: the first 500 of its fixed seeds.
-  export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 LANES_FUZZ_SEEDS=0:500
+  # lanes' thread pool is instrumented and runs with its default threads; OpenBLAS is not (it
+  # runs single-threaded on the pool's threads; tests/tsan.supp for what it shares between
+  # callers). test_fuzz is ~20x slower under TSan: the first 500 of its fixed seeds.
+  export LANES_FUZZ_SEEDS=0:500
   export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$LANES_ROOT/tests/tsan.supp"
   ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" \
     -R "^($(IFS='|'; echo "${tsan_tests[*]}"))\$"

@@ -1,6 +1,5 @@
 #include "kernels/conv.h"
 
-#include <cblas.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "lanes/parallel.h"
 
 namespace lanes::kernels {
@@ -18,7 +18,7 @@ namespace {
 
 constexpr int64_t kTileElements = int64_t{1} << 20;  // im2col tile: 4 MiB of float32
 constexpr int64_t kPanelColumns = 384;  // examples side by side until a GEMM is this wide
-constexpr double kLargeGemm = 4e6;      // ~128^3 flops: BLAS threads one GEMM of this size well
+constexpr double kLargeGemm = kParallelGemmFlops;  // one GEMM this large splits over the pool
 
 // Sizes of one convolution in conv2d's terms (x the input, w the weight, out the output); one
 // "item" is the work of `nb` consecutive examples of one group.
@@ -256,18 +256,6 @@ void col2im(const Geometry& g, const Layout& l, const T* col, int64_t ld, int64_
     for (int64_t oh = oh0; oh < oh1; ++oh, dst += g.Wq, src += g.OW)
       for (int64_t j = 0; j < g.OW; ++j) dst[j] += src[j];
   }
-}
-
-// C (m x n, ldc) = A (m x k) B (k x n) + beta C, row-major; A or B given transposed when asked.
-template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc) {
-  const auto I = [](int64_t v) { return static_cast<int>(v); };
-  const CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, A, B, I(m), I(n), I(k), 1.0f, a, I(lda), b, I(ldb), beta, c, I(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, A, B, I(m), I(n), I(k), 1.0, a, I(lda), b, I(ldb), beta, c, I(ldc));
 }
 
 // The im2col matrix of examples [n0, n1) of group grp side by side (n1 - n0 blocks of P

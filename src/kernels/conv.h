@@ -13,9 +13,10 @@
 // one GEMM, since BLAS is slow on GEMMs a few dozen columns wide. A large image is built in tiles
 // of output rows so the matrix's memory stays bounded.
 //
-// Threads: work is spread by (examples, group) items with single-threaded GEMMs (inside an OpenMP
-// region OpenBLAS's OpenMP build runs single-threaded) when there are enough items or they are
-// small; otherwise items run one by one, each GEMM threaded by BLAS and each im2col by lanes.
+// Threads: work is spread by (examples, group) items with single-threaded GEMMs (a GEMM inside a
+// parallel_for runs on its thread, gemm.h) when there are enough items or they are
+// small; otherwise items run one by one, each GEMM split over the pool (gemm.h) and each im2col
+// threaded.
 #pragma once
 
 #include <array>

@@ -1,7 +1,5 @@
 #include "kernels/matmul.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -12,9 +10,11 @@
 #include <optional>
 #include <type_traits>
 
+#include "kernels/gemm.h"
 #include "kernels/matmul_small.h"
 #include "kernels/matmul_xsmm.h"
 #include "lanes/parallel.h"
+#include "runtime/thread_pool.h"
 
 namespace lanes::kernels {
 
@@ -122,27 +122,20 @@ template <class T>
 void gemm(const Matrix& a, const Matrix& b, const T* pa, const T* pb, T* pc, int64_t ldc = 0) {
   const int m = static_cast<int>(a.rows.size), n = static_cast<int>(b.cols.size),
             k = static_cast<int>(a.cols.size), ldc_ = ldc ? static_cast<int>(ldc) : n;
-  const auto ta = a.trans ? CblasTrans : CblasNoTrans, tb = b.trans ? CblasTrans : CblasNoTrans;
-  const int lda = static_cast<int>(a.ld), ldb = static_cast<int>(b.ld);
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, pa, lda, pb, ldb, 0.0f, pc, ldc_);
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, pc, ldc_);
+  kernels::gemm<T>(a.trans, b.trans, m, n, k, pa, a.ld, pb, b.ld, T(0), pc, ldc_);
 }
 
-// Batched GEMMs: parallel over the batch (each GEMM single-threaded, BLAS sees the OpenMP region),
-// unless there are a few large matrices, which BLAS threads better itself.
-// Runs gemm_at(i) for i < count, GEMMs of `flops` each: parallel over them (each GEMM
-// single-threaded, BLAS sees the OpenMP region), unless there are a few large ones, which BLAS
-// threads better itself.
+// Runs gemm_at(i) for i < count, GEMMs of `flops` each: parallel over them (each GEMM on one
+// thread), unless there are a few large ones, which each split over the pool (gemm.h). The
+// choice depends on the shapes and the core count, not on set_num_threads.
 template <class GemmAt>
 void run_gemms(int64_t count, double flops, const GemmAt& gemm_at) {
-  g_gemm_calls += count;              // once, not per GEMM: an atomic shared by threads costs
-  constexpr double kLargeGemm = 4e6;  // ~ 128^3: BLAS threads one GEMM of this size well
+  g_gemm_calls += count;  // once, not per GEMM: an atomic shared by threads costs
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) gemm_at(i);
   };
-  if (count == 1 || (flops >= kLargeGemm && count < 4 * num_threads())) return run(0, count);
+  if (count == 1 || (flops >= kParallelGemmFlops && count < runtime::max_chunks()))
+    return run(0, count);
   const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / flops));  // a few us per chunk
   parallel_for(count, grain, run);
 }

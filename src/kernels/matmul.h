@@ -8,9 +8,8 @@
 // column-major 2-d view goes to BLAS with its leading dimension and a transpose flag, without a
 // copy; an operand that does not fit is copied once, contiguously, in that order.
 //  - No batch dims: one GEMM with every lhs free dim folded into M (vmap's `x_b @ W`).
-//  - Batch dims: a parallel loop over the batch of single-threaded GEMMs (inside an OpenMP
-//    region OpenBLAS's OpenMP build runs single-threaded), or, for a few large matrices, a serial
-//    loop of GEMMs that BLAS threads itself.
+//  - Batch dims: a parallel loop over the batch of single-threaded GEMMs, or, for a few large
+//    matrices, a serial loop of GEMMs that each split over the pool (gemm.h).
 // Float products with small N and K (the rhs at most 64K elements) run libxsmm's JIT kernels
 // instead, a call per 64-row block of M, 2x OpenBLAS on this machine (matmul_xsmm.h).
 #pragma once

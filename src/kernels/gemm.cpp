@@ -1,0 +1,69 @@
+#include "kernels/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "lanes/parallel.h"
+#include "runtime/thread_pool.h"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace lanes::kernels {
+namespace {
+
+// Rows (or columns) per block come in multiples of this, so every block keeps OpenBLAS's
+// register tiles full; and a block holds at least kBlockFlops of work (~10 us on one core).
+constexpr int64_t kAlign = 16;
+constexpr double kBlockFlops = 1e6;
+
+// OpenBLAS's own threads stay unused: it runs on the calling thread, whichever pool thread
+// that is (its pthreads build is safe to call from several threads at once).
+void blas_single_threaded() {
+  static const bool once = (openblas_set_num_threads(1), true);
+  (void)once;
+}
+
+template <class T>
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  const auto I = [](int64_t v) { return static_cast<int>(v); };
+  const CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, A, B, I(m), I(n), I(k), 1.0f, a, I(lda), b, I(ldb), beta, c, I(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, A, B, I(m), I(n), I(k), 1.0, a, I(lda), b, I(ldb), beta, c, I(ldc));
+}
+
+}  // namespace
+
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  blas_single_threaded();
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  // Not on num_threads(): the blocks (and so the bits) are the same at every thread count.
+  if (flops < kParallelGemmFlops || runtime::in_parallel_region() || std::max(m, n) < 2 * kAlign) {
+    blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // Split the longer side of C; each block is its own single-threaded GEMM.
+  const bool by_rows = m >= n;
+  const int64_t len = by_rows ? m : n, units = (len + kAlign - 1) / kAlign;
+  const double unit_flops = flops / double(units);
+  const auto grain = std::max<int64_t>(1, static_cast<int64_t>(kBlockFlops / unit_flops));
+  parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
+    const int64_t i0 = u0 * kAlign, i1 = std::min(len, u1 * kAlign);
+    if (by_rows)
+      blas(ta, tb, i1 - i0, n, k, a + (ta ? i0 : i0 * lda), lda, b, ldb, beta, c + i0 * ldc, ldc);
+    else
+      blas(ta, tb, m, i1 - i0, k, a, lda, b + (tb ? i0 * ldb : i0), ldb, beta, c + i0, ldc);
+  });
+}
+
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t,
+                          const float*, int64_t, float, float*, int64_t);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t,
+                           const double*, int64_t, double, double*, int64_t);
+
+}  // namespace lanes::kernels

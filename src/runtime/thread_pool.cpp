@@ -1,0 +1,241 @@
+#include "runtime/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lanes::runtime {
+namespace {
+
+// How long an idle worker looks for the next job before it sleeps, and how long a caller spins
+// for a worker's last chunk before it sleeps. A lane loop or a scan issues jobs a few
+// microseconds apart, so a worker that slept after each would pay a futex wake-up per step; one
+// that spun for milliseconds would steal the core from other processes' threads.
+constexpr auto kWorkerSpin = std::chrono::microseconds(50);
+constexpr int kCallerSpins = 2000;  // ~ 5-10 us of pause instructions
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+thread_local bool t_in_region = false;
+
+// Marks the thread as running chunks for the scope (nested calls run inline).
+struct RegionScope {
+  bool outer = t_in_region;
+  RegionScope() { t_in_region = true; }
+  ~RegionScope() { t_in_region = outer; }
+};
+
+struct Job {
+  const ChunkFn* fn;
+  int64_t n;
+  int32_t chunks;
+  std::atomic<int32_t> next{0};  // chunks claimed
+  std::atomic<int32_t> done{0};  // chunks finished (run, or skipped after a failure)
+  std::atomic<bool> failed{false};
+  std::mutex error_lock;
+  std::exception_ptr error;
+
+  Job(const ChunkFn& f, int64_t n_, int32_t c) : fn(&f), n(n_), chunks(c) {}
+
+  bool has_unclaimed() const { return next.load(std::memory_order_relaxed) < chunks; }
+
+  // Claims and runs chunks until none is left. A chunk's fn is called only after the claim, so
+  // the caller, which waits for every claimed chunk, outlives each call of fn.
+  void work() {
+    RegionScope region;
+    for (int32_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+      if (!failed.load(std::memory_order_relaxed)) {
+        try {
+          (*fn)(n * i / chunks, n * (i + 1) / chunks);
+        } catch (...) {
+          const std::lock_guard<std::mutex> hold(error_lock);
+          if (!error) error = std::current_exception();
+          failed.store(true, std::memory_order_relaxed);
+        }
+      }
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
+    }
+  }
+
+  // Waits for the chunks other threads claimed: a short spin, then a futex sleep, so a worker
+  // that was preempted mid-chunk gets this core.
+  void wait() {
+    int32_t d = done.load(std::memory_order_acquire);
+    for (int spin = 0; d < chunks && spin < kCallerSpins; ++spin) {
+      cpu_relax();
+      d = done.load(std::memory_order_acquire);
+    }
+    while (d < chunks) {
+      done.wait(d, std::memory_order_acquire);
+      d = done.load(std::memory_order_acquire);
+    }
+  }
+};
+
+int cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int default_threads() {
+  for (const char* var : {"LANES_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (const char* v = std::getenv(var)) {
+      const int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  }
+  return cores();
+}
+
+class Pool {
+ public:
+  Pool() : threads_(default_threads()) { grow(threads_ - 1); }
+
+  ~Pool() {
+    stop_.store(true);
+    wake_workers();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
+
+  void set_threads(int n) {
+    n = std::max(1, n);
+    threads_.store(n);
+    grow(n - 1);
+    wake_workers();  // workers above the new count go back to sleep; new ones start
+  }
+
+  void run(int64_t n, int32_t chunks, const ChunkFn& fn) {
+    auto job = std::make_shared<Job>(fn, n, chunks);
+    publish(job);
+    job->work();
+    retire(job);
+    job->wait();
+    if (job->error) std::rethrow_exception(job->error);
+  }
+
+ private:
+  void grow(int workers) {
+    const std::lock_guard<std::mutex> hold(lock_);
+    while (static_cast<int>(workers_.size()) < workers) {
+      const int index = static_cast<int>(workers_.size());
+      workers_.emplace_back([this, index] { worker_loop(index); });
+    }
+  }
+
+  void publish(const std::shared_ptr<Job>& job) {
+    {
+      const std::lock_guard<std::mutex> hold(lock_);
+      jobs_.push_back(job);
+      open_jobs_.fetch_add(1, std::memory_order_release);
+    }
+    wake_workers();
+  }
+
+  void retire(const std::shared_ptr<Job>& job) {
+    const std::lock_guard<std::mutex> hold(lock_);
+    jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
+    open_jobs_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  void wake_workers() {
+    epoch_.fetch_add(1, std::memory_order_release);
+    epoch_.notify_all();  // a futex call only when a worker sleeps
+  }
+
+  std::shared_ptr<Job> take_job() {
+    if (open_jobs_.load(std::memory_order_acquire) == 0) return nullptr;
+    const std::lock_guard<std::mutex> hold(lock_);
+    for (const std::shared_ptr<Job>& job : jobs_)
+      if (job->has_unclaimed()) return job;
+    return nullptr;
+  }
+
+  bool active(int index) const { return index + 1 < threads(); }
+
+  void worker_loop(int index) {
+    while (!stop_.load(std::memory_order_relaxed)) {
+      const uint32_t seen = epoch_.load(std::memory_order_acquire);
+      if (active(index)) {
+        if (std::shared_ptr<Job> job = take_job()) {
+          job->work();
+          continue;
+        }
+        if (spin_for_work(seen)) continue;
+      }
+      epoch_.wait(seen, std::memory_order_acquire);
+    }
+  }
+
+  // Spins (pausing, then yielding the core to any other runnable thread) until a job is
+  // published or kWorkerSpin passes; whether one was.
+  bool spin_for_work(uint32_t seen) const {
+    const auto until = std::chrono::steady_clock::now() + kWorkerSpin;
+    for (int i = 0;; ++i) {
+      if (epoch_.load(std::memory_order_acquire) != seen || stop_.load(std::memory_order_relaxed))
+        return true;
+      if (i % 64 == 63) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        sched_yield();
+      } else {
+        cpu_relax();
+      }
+    }
+  }
+
+  std::atomic<int> threads_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint32_t> epoch_{0};  // bumped on every publish: what sleeping workers wait on
+  std::atomic<int> open_jobs_{0};   // jobs_.size(), read without the lock
+  std::mutex lock_;                 // guards jobs_ and workers_
+  std::vector<std::shared_ptr<Job>> jobs_;
+  std::vector<std::thread> workers_;
+};
+
+Pool& pool() {
+  static Pool p;
+  return p;
+}
+
+}  // namespace
+
+int pool_threads() { return pool().threads(); }
+
+void set_pool_threads(int n) { pool().set_threads(n); }
+
+bool in_parallel_region() { return t_in_region; }
+
+int64_t max_chunks() {
+  static const int64_t chunks = 4 * int64_t(cores());
+  return chunks;
+}
+
+void run_chunks(int64_t n, int64_t chunks, const ChunkFn& fn) {
+  if (n <= 0) return;
+  chunks = std::clamp<int64_t>(chunks, 1, n);
+  if (chunks == 1) return fn(0, n);
+  if (t_in_region || pool_threads() == 1) {
+    RegionScope region;  // chunk boundaries as with threads, so results match
+    for (int64_t i = 0; i < chunks; ++i) fn(n * i / chunks, n * (i + 1) / chunks);
+    return;
+  }
+  pool().run(n, static_cast<int32_t>(chunks), fn);
+}
+
+}  // namespace lanes::runtime
