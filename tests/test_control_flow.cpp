@@ -177,9 +177,38 @@ TEST(Cond, UntakenLoopNeverRuns) {
   }
 }
 
+// Issue 26, item 7: Select runs a branch that holds a loop on its own lanes only. b = -2 is a
+// fixed point of b * 1.5 + 1, so running the loop on that lane would never end (jax#2947). Also
+// with nearly every lane in the loop's branch (the partition used to run such a branch on all).
+TEST(Cond, SelectNeverRunsALoopOnAnUntakenLane) {
+  auto f = [](const Tensor& v) {
+    return lanes::cond(
+        v > 0.0,
+        [](const Tensor& a) {
+          return lanes::while_loop([](const Tensor& b) { return b < 100.0; },
+                                   [](const Tensor& b) { return b * 1.5 + 1.0; }, a);
+        },
+        [](const Tensor& a) { return a * 2.0; }, v);
+  };
+  auto reference = [](double v) {
+    if (v <= 0) return v * 2;
+    while (v < 100) v = v * 1.5 + 1;
+    return v;
+  };
+  for (int64_t B : {2, 40}) {
+    std::vector<double> xs, want;
+    for (int64_t b = 0; b < B; ++b) xs.push_back(b == 1 ? -2.0 : 0.5 + double(b));
+    for (double x : xs) want.push_back(reference(x));
+    for (auto s : kConds) expect_near(lanes::vmap(f, 0, 0, with(s))(f64(xs)), want, 0, "select");
+  }
+  std::ostringstream os;
+  os << lanes::explain(lanes::vmap(f, 0, 0, with(lanes::CondStrategy::Select)), f64({0.5, -2}));
+  EXPECT_NE(os.str().find("runs on its own lanes only"), std::string::npos) << os.str();
+}
+
 // Partition's paths: a cheap branch most lanes take runs on every lane as the base the others
-// are written into; a branch (with a loop, so never the base) taken by nearly every lane runs on
-// all of them; a few lanes are gathered. Each against the per-example loop.
+// are written into; a branch with a loop (never the base) taken by nearly every lane still runs
+// on its own lanes only; a few lanes are gathered. Each against the per-example loop.
 TEST(Cond, PartitionPathsMatchTheLoop) {
   auto halve_until_small = [](const Tensor& v) {
     return lanes::while_loop([](const Tensor& c) { return lanes::abs(c) > 1.0; },

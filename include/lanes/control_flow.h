@@ -13,7 +13,8 @@
 // - vmap of a predicate that is the same for every example keeps the control flow (over batched
 //   branches or bodies); one that differs per example runs as VmapOptions::cond (select or
 //   partition) or VmapOptions::loop (mask or compact) says, Auto choosing by cost at run time.
-//   A lane never runs a loop in a branch it did not take, and its gradient never sees a value
+//   Under every strategy, Select included, a lane never runs a loop in a branch it did not take
+//   (such a loop may never end there), and its gradient never sees a value
 //   of such a branch (no NaN from the untaken side of a cond, unlike jax's select).
 // - Reverse mode works through while_loop and dynamic fori_loop too (jax refuses): the forward
 //   pass records the trip count and the carries, the backward pass replays them in reverse.

@@ -96,8 +96,9 @@ std::vector<Tensor> Cond::eval(const std::vector<Tensor>& in) const {
 // Each lane takes its own branch. Select runs every branch that some lane takes on all lanes and
 // picks per lane; partition gathers each branch's lanes (rounded up to a lane bucket with copies
 // of one of them), runs the branch on those and scatters the rows back. Auto compares the two by
-// the branches' work and this call's lane counts, and always partitions around a loop (a lane
-// must never run a loop of a branch it did not take: it may not end).
+// the branches' work and this call's lane counts. Every strategy runs a branch that holds a loop
+// on its own lanes only: a lane must never run a loop of a branch it did not take, which may not
+// end there (jax#2947 hangs so under vmap).
 std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
   const int64_t B = lanes_.size, K = int64_t(branches_.size());
   const std::vector<Tensor> ops(in.begin() + 1, in.end());
@@ -142,7 +143,25 @@ std::vector<Tensor> Cond::eval_lanes(const std::vector<Tensor>& in) const {
     }
     partition = partition || part < select;
   }
-  return partition ? partition_lanes(ops, lanes, base) : select_lanes(ops, lanes);
+  if (partition) return partition_lanes(ops, lanes, base);
+  for (int64_t k : taken)
+    if (loops_[k]) return select_around_loops(ops, lanes);
+  return select_lanes(ops, lanes);
+}
+
+// Select for the branches without a loop, partition for those with one.
+std::vector<Tensor> Cond::select_around_loops(
+    const std::vector<Tensor>& ops, const std::vector<std::vector<int64_t>>& lanes) const {
+  std::vector<std::vector<int64_t>> plain = lanes, looping(lanes.size());
+  bool any_plain = false;
+  for (size_t k = 0; k < lanes.size(); ++k) {
+    if (loops_[k]) std::swap(plain[k], looping[k]);
+    any_plain = any_plain || !plain[k].empty();
+  }
+  std::vector<Tensor> out;
+  if (any_plain)
+    for (const Tensor& y : select_lanes(ops, plain)) out.push_back(owned(y));
+  return partition_lanes(ops, looping, -1, std::move(out));
 }
 
 std::vector<Tensor> Cond::select_lanes(const std::vector<Tensor>& ops,
@@ -168,21 +187,23 @@ std::vector<Tensor> Cond::select_lanes(const std::vector<Tensor>& ops,
   return out;
 }
 
+// `out`, when given, holds rows already computed (owned): the branches here write theirs into it.
 std::vector<Tensor> Cond::partition_lanes(const std::vector<Tensor>& ops,
                                           const std::vector<std::vector<int64_t>>& lanes,
-                                          int64_t base) const {
+                                          int64_t base, std::vector<Tensor> out) const {
   const int64_t B = lanes_.size;
-  std::vector<Tensor> out;
-  if (base >= 0) {
+  if (out.empty() && base >= 0) {
     for (const Tensor& y : lane_runners_[base]->run(B, ops)) out.push_back(owned(y));
-  } else {
+  } else if (out.empty()) {
     for (const TensorType& t : detail::output_types(*branches_[0]))
       out.push_back(Tensor::empty(with_lanes(t.shape, B), t.dtype));
   }
   for (int64_t k = 0; k < int64_t(lanes.size()); ++k) {
     if (k == base || lanes[k].empty()) continue;
-    const int64_t n = int64_t(lanes[k].size()), nb = detail::lane_bucket(n);
-    if (nb >= B) {  // about every lane: run them all, keep this branch's rows
+    const int64_t n = int64_t(lanes[k].size());
+    // A loop never runs on another branch's lanes, so its lanes are never rounded up to all.
+    const int64_t nb = loops_[k] && detail::lane_bucket(n) >= B ? n : detail::lane_bucket(n);
+    if (nb >= B && !loops_[k]) {  // about every lane: run them all, keep this branch's rows
       const std::vector<Tensor> outs = lane_runners_[k]->run(B, ops);
       for (size_t j = 0; j < out.size(); ++j) copy_rows(outs[j], lanes[k], lanes[k], out[j]);
       continue;
@@ -208,6 +229,9 @@ std::string Cond::explain_lanes(int64_t size) const {
   for (bool l : loops_) loop = loop || l;
   const std::string what =
       "cond over " + std::to_string(size) + " lanes, each taking its own branch: ";
+  if (s == CondStrategy::Select && loop)
+    return what + "select (every branch on every lane), but a branch that holds a loop runs on " +
+           "its own lanes only (partitioned: a loop may not end on a lane that did not take it)";
   if (s == CondStrategy::Select) return what + "select (every branch on every lane)";
   if (s == CondStrategy::Partition || loop)
     return what + "partition (each branch on its own lanes" +

@@ -54,8 +54,10 @@ class Cond : public Primitive {
   std::vector<Tensor> select_lanes(const std::vector<Tensor>& ops,
                                    const std::vector<std::vector<int64_t>>& lanes) const;
   std::vector<Tensor> partition_lanes(const std::vector<Tensor>& ops,
-                                      const std::vector<std::vector<int64_t>>& lanes,
-                                      int64_t base) const;
+                                      const std::vector<std::vector<int64_t>>& lanes, int64_t base,
+                                      std::vector<Tensor> out = {}) const;
+  std::vector<Tensor> select_around_loops(const std::vector<Tensor>& ops,
+                                          const std::vector<std::vector<int64_t>>& lanes) const;
   std::string explain_lanes(int64_t size) const;  // for lanes::explain
   std::vector<GraphPtr> branches_;
   std::vector<double> work_;  // per branch: detail::work_of, for CondStrategy::Auto
