@@ -64,9 +64,12 @@ std::string pin_prefix(int n) {
   return "taskset -c 0-" + std::to_string(n - 1) + " ";
 }
 
-std::string workloads_command(const std::string& binary, const Options& o, int callers) {
-  std::string cmd = pin_prefix(o.threads) + quote(binary) + " --json-only --no-loop --threads " +
-                    std::to_string(o.threads);
+// The workloads command; a baseline binary may predate --no-loop and runs its loops too.
+std::string workloads_command(const std::string& binary, const Options& o, int callers,
+                              bool no_loop = true) {
+  std::string cmd =
+      pin_prefix(o.threads) + quote(binary) + " --json-only --threads " + std::to_string(o.threads);
+  if (no_loop) cmd += " --no-loop";
   if (o.quick) cmd += " --quick";
   if (callers > 1) cmd += " --callers " + std::to_string(callers);
   for (const std::string& w : o.workloads) cmd += " --workload " + quote(w);
@@ -192,7 +195,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; ++r) {
     if (!o.baseline.empty()) {
       std::fprintf(stderr, "contention: round %d, baseline quiet\n", r + 1);
-      old_runs.push_back(run_workloads(workloads_command(o.baseline, o, 1)));
+      old_runs.push_back(run_workloads(workloads_command(o.baseline, o, 1, false)));
     }
     std::fprintf(stderr, "contention: round %d, quiet\n", r + 1);
     quiet_runs.push_back(run_workloads(cmd));

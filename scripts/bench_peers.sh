@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # lanes, jax and PyTorch side by side on every workload of bench/workloads.cpp, in one run:
 #
-#   scripts/bench_peers.sh [--threads N] [--quick] [--workload NAME]...
+#   scripts/bench_peers.sh [--threads N] [--quick] [--workload NAME]... [--beside-twin]
 #
 # 1. a virtual environment under build/peers-venv with the pinned versions of
 #    bench/peers/requirements.txt (made once, reused while that file is unchanged; torch brings
 #    a few GB of CUDA libraries with it, which is why it lives under build/);
-# 2. lanes in Release (build/, target workloads only);
+# 2. lanes in Release (build/, target workloads only); LANES_BENCH_SKIP_BUILD=1 skips this step
+#    (no Debian packages, no cmake) and uses the build/bench/workloads that is there;
 # 3. the inputs: build/bench/workloads --dump-inputs build/peers-inputs;
 # 4. lanes, jax and torch one after the other, each pinned to the same N cores (default 2) with
 #    taskset and told to use N threads (bench/peers/README.md);
 # 5. bench/peers/report.py: checks every peer's checksums against lanes' and writes
 #    bench/results/peers.md and bench/results/peers.png (with --quick, build/peers-results/
 #    instead: 2 timed runs per cell, for development, never committed).
+#
+# --beside-twin: how each system slows down when a second copy of itself shares its cores (two
+# training jobs on one machine, MPI ranks on one node). Step 4 runs each system twice: quiet, to
+# $results/S.jsonl (as above), then again to $results/S-twin.jsonl while a twin -- the same
+# command, same taskset and threads, output discarded -- runs beside it, restarted whenever it
+# exits until the measured run ends; then the twin's process group is killed (also on Ctrl-C,
+# SIGTERM or an error: a trap). Step 5 writes bench/peers/contention_report.py's table to
+# $out_dir/contention_peers.md (bench/results/, or build/peers-results/ with --quick) and prints
+# it; peers.md and peers.png are NOT overwritten: they are written from the quiet runs into
+# build/peers-results/ (results=, below), whatever --quick says.
 #
 # Exits 1 when a peer's output disagrees with lanes' (the rows are flagged in the table) or a
 # system failed to run.
@@ -22,13 +33,16 @@ cd "$LANES_ROOT"
 threads=2
 quick=()
 selected=()
+twin=0
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
     --quick) quick=(--quick); shift ;;
     --workload) selected+=(--workload "$2"); shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [--threads N] [--quick] [--workload NAME]..." >&2; exit 2 ;;
+    --beside-twin) twin=1; shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--threads N] [--quick] [--workload NAME]... [--beside-twin]" >&2
+       exit 2 ;;
   esac
 done
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "--threads wants a positive integer" >&2; exit 2; }
@@ -61,12 +75,18 @@ fi
 py=$venv/bin/python
 
 # ---- 2. lanes in Release -------------------------------------------------------------------------
-lanes_install_deps
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-say "building lanes (Release, target workloads)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
-cmake --build build -j "$(nproc)" --target workloads >/dev/null
+if [ "${LANES_BENCH_SKIP_BUILD:-0}" = 1 ]; then
+  [ -x build/bench/workloads ] || { echo "bench_peers: LANES_BENCH_SKIP_BUILD=1 but no" \
+    "build/bench/workloads" >&2; exit 1; }
+  say "not building lanes (LANES_BENCH_SKIP_BUILD=1): using build/bench/workloads as it is"
+else
+  lanes_install_deps
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  say "building lanes (Release, target workloads)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
+  cmake --build build -j "$(nproc)" --target workloads >/dev/null
+fi
 
 # ---- 3. the inputs -------------------------------------------------------------------------------
 inputs=build/peers-inputs
@@ -97,18 +117,100 @@ run() {  # run NAME COMMAND...: its JSON lines to $results/NAME.jsonl, its stder
   fi
 }
 export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
-run lanes build/bench/workloads --json-only --threads "$threads" "${quick[@]}" "${selected[@]}"
-run jax "$py" bench/peers/jax_workloads.py --inputs "$inputs" --threads "$threads" \
-  "${quick[@]}" "${selected[@]}"
-run torch "$py" bench/peers/torch_workloads.py --inputs "$inputs" --threads "$threads" \
-  "${quick[@]}" "${selected[@]}"
+lanes_cmd=(build/bench/workloads --json-only --threads "$threads" "${quick[@]}" "${selected[@]}")
+jax_cmd=("$py" bench/peers/jax_workloads.py --inputs "$inputs" --threads "$threads"
+  "${quick[@]}" "${selected[@]}")
+torch_cmd=("$py" bench/peers/torch_workloads.py --inputs "$inputs" --threads "$threads"
+  "${quick[@]}" "${selected[@]}")
+
+if [ "$twin" = 1 ]; then
+  # The twin and the run measured beside it each get a session and so a process group of their
+  # own (setsid: PID = PGID, as a background job of this non-interactive shell is never a group
+  # leader), which is what is killed, torch's compile workers included; the trap does it when
+  # this script exits early. Ctrl-C reaches this script, whose trap then kills both groups.
+  groups=()
+  group_alive() {  # group_alive PGID: a process of the group is left, zombies aside
+    ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ {f = 1} END {exit !f}'
+  }
+  kill_groups() {  # SIGTERM to every group in $groups, SIGKILL to what is left after 5 s
+    local g left
+    [ ${#groups[@]} -gt 0 ] || return 0
+    for g in "${groups[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
+    for _ in {1..50}; do
+      left=0
+      for g in "${groups[@]}"; do
+        if group_alive "$g"; then left=1; fi
+      done
+      if [ "$left" = 0 ]; then break; fi
+      sleep 0.1
+    done
+    for g in "${groups[@]}"; do
+      kill -KILL -- "-$g" 2>/dev/null || true
+      wait "$g" 2>/dev/null || true
+    done
+    groups=()
+  }
+  trap kill_groups EXIT
+  trap 'kill_groups; exit 129' HUP
+  trap 'kill_groups; exit 130' INT
+  trap 'kill_groups; exit 143' TERM
+  # run_beside_twin NAME COMMAND...: COMMAND's JSON lines to $results/NAME-twin.jsonl (its stderr
+  # to NAME-twin.log) while a twin of COMMAND, output discarded, runs beside it in a loop; one
+  # line per twin run in NAME-twin.twin.log.
+  run_beside_twin() {
+    local name=$1-twin rc=0 measured
+    shift
+    say "running $name (a twin of the same command on the same cores, restarted until done)"
+    : > "$results/$name.twin.log"
+    # shellcheck disable=SC2016  # $1, $@, $SECONDS: the twin's shell expands them
+    setsid bash -c 'log=$1; shift
+      while :; do
+        t=$SECONDS; rc=0; "$@" > /dev/null 2>&1 || rc=$?
+        echo "twin exited $rc after $((SECONDS - t)) s" >> "$log"
+        [ "$rc" = 0 ] || sleep 1  # no busy loop when it cannot start
+      done' twin "$results/$name.twin.log" "${pin[@]}" "$@" < /dev/null > /dev/null 2>&1 &
+    groups+=($!)
+    setsid "${pin[@]}" "$@" < /dev/null > "$results/$name.jsonl" 2> "$results/$name.log" &
+    measured=$!
+    groups+=("$measured")
+    wait "$measured" || rc=$?
+    kill_groups
+    say "$name: twin runs finished beside it: $(grep -c . "$results/$name.twin.log")" \
+      "($results/$name.twin.log; the one cut short at the end not counted)"
+    if [ "$rc" != 0 ]; then
+      echo "bench_peers: $name exited with $rc; see $results/$name.log" >&2
+      failed=1
+    fi
+    if grep -q '"error"' "$results/$name.jsonl"; then
+      echo "bench_peers: $name had failing variants:" >&2
+      grep '"error"' "$results/$name.jsonl" | cut -c1-300 >&2
+    fi
+  }
+  run lanes "${lanes_cmd[@]}"
+  run_beside_twin lanes "${lanes_cmd[@]}"
+  run jax "${jax_cmd[@]}"
+  run_beside_twin jax "${jax_cmd[@]}"
+  run torch "${torch_cmd[@]}"
+  run_beside_twin torch "${torch_cmd[@]}"
+else
+  run lanes "${lanes_cmd[@]}"
+  run jax "${jax_cmd[@]}"
+  run torch "${torch_cmd[@]}"
+fi
 
 # ---- 5. the table and the chart ------------------------------------------------------------------
-say "writing $out_dir/peers.md and $out_dir/peers.png"
+peers_dir=$out_dir
+[ "$twin" = 1 ] && peers_dir=$results  # --beside-twin leaves bench/results/peers.* alone
+say "writing $peers_dir/peers.md and $peers_dir/peers.png"
 report=0
 "$py" bench/peers/report.py --lanes "$results/lanes.jsonl" --jax "$results/jax.jsonl" \
   --torch "$results/torch.jsonl" --threads "$threads" --load "$load" "${quick[@]}" \
   --elapsed "$((SECONDS - start)) s (${installed:-no installs})" \
-  --md "$out_dir/peers.md" --png "$out_dir/peers.png" || report=1
+  --md "$peers_dir/peers.md" --png "$peers_dir/peers.png" || report=1
+if [ "$twin" = 1 ]; then
+  say "writing $out_dir/contention_peers.md"
+  "$py" bench/peers/contention_report.py --results "$results" --threads "$threads" \
+    --load "$load" "${quick[@]}" --md "$out_dir/contention_peers.md" || report=1
+fi
 say "done"
 exit $((failed | report))

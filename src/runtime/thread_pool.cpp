@@ -15,11 +15,20 @@
 namespace lanes::runtime {
 namespace {
 
-// How long an idle worker looks for the next job before it sleeps, and how long a caller spins
-// for a worker's last chunk before it sleeps. A lane loop or a scan issues jobs a few
-// microseconds apart, so a worker that slept after each would pay a futex wake-up per step; one
-// that spun for milliseconds would steal the core from other processes' threads.
-constexpr auto kWorkerSpin = std::chrono::microseconds(50);
+// How long an idle worker looks for the next job before it sleeps (LANES_SPIN_US, default 300).
+// A lane loop or a scan issues jobs microseconds apart, and waking a sleeping worker costs
+// 30-80 us on these VMs, so a worker that slept after 50 us made rnn_scan 10-20% slower; one
+// that spun for milliseconds would hold the core against other processes' threads. While it
+// spins it yields the core to any other runnable thread.
+std::chrono::microseconds worker_spin() {
+  static const std::chrono::microseconds spin = [] {
+    const char* v = std::getenv("LANES_SPIN_US");
+    return std::chrono::microseconds(v && std::atoi(v) >= 0 ? std::atoi(v) : 300);
+  }();
+  return spin;
+}
+
+// How long a caller spins for a worker's last chunk before it sleeps.
 constexpr int kCallerSpins = 2000;  // ~ 5-10 us of pause instructions
 
 void cpu_relax() {
@@ -102,6 +111,13 @@ int default_threads() {
   return cores();
 }
 
+// Counts a thread inside Pool::run for the scope.
+struct CallerCount {
+  std::atomic<int>& count;
+  explicit CallerCount(std::atomic<int>& c) : count(c) { count.fetch_add(1); }
+  ~CallerCount() { count.fetch_sub(1); }
+};
+
 class Pool {
  public:
   Pool() : threads_(default_threads()) { grow(threads_ - 1); }
@@ -122,6 +138,7 @@ class Pool {
   }
 
   void run(int64_t n, int32_t chunks, const ChunkFn& fn) {
+    const CallerCount count(callers_);
     auto job = std::make_shared<Job>(fn, n, chunks);
     publish(job);
     job->work();
@@ -159,8 +176,13 @@ class Pool {
     epoch_.notify_all();  // a futex call only when a worker sleeps
   }
 
+  // A worker helps only while fewer callers than threads are running jobs: as many callers as
+  // threads fill the cores themselves, and a worker beside them would oversubscribe the cores
+  // (a caller then waits whenever the OS preempts the worker inside its chunk).
   std::shared_ptr<Job> take_job() {
-    if (open_jobs_.load(std::memory_order_acquire) == 0) return nullptr;
+    if (open_jobs_.load(std::memory_order_acquire) == 0 ||
+        callers_.load(std::memory_order_relaxed) >= threads())
+      return nullptr;
     const std::lock_guard<std::mutex> hold(lock_);
     for (const std::shared_ptr<Job>& job : jobs_)
       if (job->has_unclaimed()) return job;
@@ -184,9 +206,9 @@ class Pool {
   }
 
   // Spins (pausing, then yielding the core to any other runnable thread) until a job is
-  // published or kWorkerSpin passes; whether one was.
+  // published or worker_spin() passes; whether one was.
   bool spin_for_work(uint32_t seen) const {
-    const auto until = std::chrono::steady_clock::now() + kWorkerSpin;
+    const auto until = std::chrono::steady_clock::now() + worker_spin();
     for (int i = 0;; ++i) {
       if (epoch_.load(std::memory_order_acquire) != seen || stop_.load(std::memory_order_relaxed))
         return true;
@@ -203,6 +225,7 @@ class Pool {
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> epoch_{0};  // bumped on every publish: what sleeping workers wait on
   std::atomic<int> open_jobs_{0};   // jobs_.size(), read without the lock
+  std::atomic<int> callers_{0};     // threads inside run()
   std::mutex lock_;                 // guards jobs_ and workers_
   std::vector<std::shared_ptr<Job>> jobs_;
   std::vector<std::thread> workers_;
