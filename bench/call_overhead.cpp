@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <vector>
 
@@ -34,5 +35,22 @@ int main() {
               median_us([&] { return lanes::tanh(lanes::matmul(x, w)) * 2.0; }));
   std::printf("  vmap (traces every call)    %7.2f us\n", median_us([&] { return batched(x); }));
   std::printf("  compile(vmap)               %7.2f us\n", median_us([&] { return compiled(x); }));
+  // The thread pool's dispatch: a parallel_for of n trivial chunks, and of 50 chunks of ~1 us.
+  std::vector<double> sink(64);
+  auto spin_us = [](double us) {
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(us);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  std::printf("parallel_for at %d threads, median of 20001\n", lanes::num_threads());
+  for (int64_t n : {2, 8}) {
+    std::printf("  %ld empty chunks               %7.2f us\n", static_cast<long>(n), median_us([&] {
+                  lanes::parallel_for(n, 1, [&](int64_t b, int64_t) { sink[b] += 1; });
+                }));
+  }
+  std::printf("  50 chunks of 1 us (50 us serial) %5.2f us\n", median_us([&] {
+                lanes::parallel_for(50, 1, [&](int64_t b, int64_t e) { spin_us(double(e - b)); });
+              }));
   return 0;
 }

@@ -5,7 +5,8 @@
 // It is built for shared machines: a parallel_for never waits for a thread that has not started
 // its work (the caller claims chunks itself and can finish them all alone), and idle workers
 // sleep after a short spin. Environment: LANES_NUM_THREADS (else OMP_NUM_THREADS, else the cores
-// this process may run on) sets the default thread count.
+// this process may run on) sets the default thread count; LANES_SPIN_US (default 300) how long
+// an idle worker spins, yielding the core, before it sleeps.
 #pragma once
 
 #include <cstdint>

@@ -20,7 +20,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   // Chunk boundaries depend on n and grain alone, not on the thread count, so a kernel whose
   // chunks round differently gives the same bits at every thread count. Several chunks a thread
   // balance the load when a thread is slow or descheduled (another process shares the cores).
-  const int64_t chunks = std::min<int64_t>(runtime::max_chunks(), n / grain);
+  const int64_t chunks = runtime::chunk_count(n, grain);
   if (chunks < 2) return fn(0, n);
   runtime::run_chunks(n, chunks, fn);
 }

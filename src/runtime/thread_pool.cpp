@@ -28,6 +28,10 @@ std::chrono::microseconds worker_spin() {
   return spin;
 }
 
+// For this long after its last job a worker spins without yielding: a job published while it
+// sits in sched_yield would wait for the syscall, and short jobs come back to back.
+constexpr auto kPureSpin = std::chrono::microseconds(20);
+
 // How long a caller spins for a worker's last chunk before it sleeps.
 constexpr int kCallerSpins = 2000;  // ~ 5-10 us of pause instructions
 
@@ -48,36 +52,59 @@ struct RegionScope {
   ~RegionScope() { t_in_region = outer; }
 };
 
+// A job's chunks are dealt into one contiguous slice per thread, and each thread claims from its
+// own slice first, in order, then from the others': on a quiet machine every thread touches the
+// same part of the data in consecutive ops (as a static split does, so a chain of ops keeps its
+// operands in that core's cache), and a slice whose thread has not started is simply taken by
+// the others.
 struct Job {
   const ChunkFn* fn;
   int64_t n;
-  int32_t chunks;
-  std::atomic<int32_t> next{0};  // chunks claimed
+  int32_t chunks, slices;
+  std::unique_ptr<std::atomic<int32_t>[]> next;  // per slice: its next unclaimed chunk
   std::atomic<int32_t> done{0};  // chunks finished (run, or skipped after a failure)
   std::atomic<bool> failed{false};
   std::mutex error_lock;
   std::exception_ptr error;
 
-  Job(const ChunkFn& f, int64_t n_, int32_t c) : fn(&f), n(n_), chunks(c) {}
+  Job(const ChunkFn& f, int64_t n_, int32_t c, int32_t threads)
+      : fn(&f),
+        n(n_),
+        chunks(c),
+        slices(std::min(c, threads)),
+        next(new std::atomic<int32_t>[size_t(slices)]) {
+    for (int32_t s = 0; s < slices; ++s) next[s].store(slice_begin(s), std::memory_order_relaxed);
+  }
 
-  bool has_unclaimed() const { return next.load(std::memory_order_relaxed) < chunks; }
+  int32_t slice_begin(int32_t s) const { return int32_t(int64_t(chunks) * s / slices); }
 
-  // Claims and runs chunks until none is left. A chunk's fn is called only after the claim, so
-  // the caller, which waits for every claimed chunk, outlives each call of fn.
-  void work() {
+  bool has_unclaimed() const {
+    for (int32_t s = 0; s < slices; ++s)
+      if (next[s].load(std::memory_order_relaxed) < slice_begin(s + 1)) return true;
+    return false;
+  }
+
+  // Claims and runs chunks until none is left, from slice `home` on. A chunk's fn is called only
+  // after the claim, so the caller, which waits for every claimed chunk, outlives each call.
+  void work(int32_t home) {
     RegionScope region;
-    for (int32_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
-      if (!failed.load(std::memory_order_relaxed)) {
-        try {
-          (*fn)(n * i / chunks, n * (i + 1) / chunks);
-        } catch (...) {
-          const std::lock_guard<std::mutex> hold(error_lock);
-          if (!error) error = std::current_exception();
-          failed.store(true, std::memory_order_relaxed);
-        }
-      }
-      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
+    for (int32_t k = 0; k < slices; ++k) {
+      const int32_t s = (home + k) % slices, end = slice_begin(s + 1);
+      for (int32_t i; (i = next[s].fetch_add(1, std::memory_order_relaxed)) < end;) run(i);
     }
+  }
+
+  void run(int32_t i) {
+    if (!failed.load(std::memory_order_relaxed)) {
+      try {
+        (*fn)(n * i / chunks, n * (i + 1) / chunks);
+      } catch (...) {
+        const std::lock_guard<std::mutex> hold(error_lock);
+        if (!error) error = std::current_exception();
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+    if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
   }
 
   // Waits for the chunks other threads claimed: a short spin, then a futex sleep, so a worker
@@ -111,6 +138,28 @@ int default_threads() {
   return cores();
 }
 
+// Guards the job list. Its critical sections are a few instructions, and a std::mutex that the
+// caller finds held by a worker's lookup puts the caller to sleep on a futex: 30-80 us to wake on
+// these VMs, more than most jobs take. A holder the OS preempts is waited for with sched_yield.
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins > 100) {
+          sched_yield();
+        } else {
+          cpu_relax();
+        }
+      }
+    }
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
 // Counts a thread inside Pool::run for the scope.
 struct CallerCount {
   std::atomic<int>& count;
@@ -139,9 +188,9 @@ class Pool {
 
   void run(int64_t n, int32_t chunks, const ChunkFn& fn) {
     const CallerCount count(callers_);
-    auto job = std::make_shared<Job>(fn, n, chunks);
+    auto job = std::make_shared<Job>(fn, n, chunks, threads());
     publish(job);
-    job->work();
+    job->work(0);
     retire(job);
     job->wait();
     if (job->error) std::rethrow_exception(job->error);
@@ -149,7 +198,7 @@ class Pool {
 
  private:
   void grow(int workers) {
-    const std::lock_guard<std::mutex> hold(lock_);
+    const std::lock_guard<std::mutex> hold(workers_lock_);
     while (static_cast<int>(workers_.size()) < workers) {
       const int index = static_cast<int>(workers_.size());
       workers_.emplace_back([this, index] { worker_loop(index); });
@@ -158,7 +207,7 @@ class Pool {
 
   void publish(const std::shared_ptr<Job>& job) {
     {
-      const std::lock_guard<std::mutex> hold(lock_);
+      const std::lock_guard<SpinLock> hold(jobs_lock_);
       jobs_.push_back(job);
       open_jobs_.fetch_add(1, std::memory_order_release);
     }
@@ -166,7 +215,7 @@ class Pool {
   }
 
   void retire(const std::shared_ptr<Job>& job) {
-    const std::lock_guard<std::mutex> hold(lock_);
+    const std::lock_guard<SpinLock> hold(jobs_lock_);
     jobs_.erase(std::find(jobs_.begin(), jobs_.end(), job));
     open_jobs_.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -183,7 +232,7 @@ class Pool {
     if (open_jobs_.load(std::memory_order_acquire) == 0 ||
         callers_.load(std::memory_order_relaxed) >= threads())
       return nullptr;
-    const std::lock_guard<std::mutex> hold(lock_);
+    const std::lock_guard<SpinLock> hold(jobs_lock_);
     for (const std::shared_ptr<Job>& job : jobs_)
       if (job->has_unclaimed()) return job;
     return nullptr;
@@ -196,7 +245,7 @@ class Pool {
       const uint32_t seen = epoch_.load(std::memory_order_acquire);
       if (active(index)) {
         if (std::shared_ptr<Job> job = take_job()) {
-          job->work();
+          job->work((index + 1) % job->slices);
           continue;
         }
         if (spin_for_work(seen)) continue;
@@ -208,13 +257,15 @@ class Pool {
   // Spins (pausing, then yielding the core to any other runnable thread) until a job is
   // published or worker_spin() passes; whether one was.
   bool spin_for_work(uint32_t seen) const {
-    const auto until = std::chrono::steady_clock::now() + worker_spin();
+    const auto start = std::chrono::steady_clock::now();
+    const auto until = start + worker_spin(), yield_from = start + kPureSpin;
     for (int i = 0;; ++i) {
       if (epoch_.load(std::memory_order_acquire) != seen || stop_.load(std::memory_order_relaxed))
         return true;
       if (i % 64 == 63) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        sched_yield();
+        const auto now = std::chrono::steady_clock::now();
+        if (now > until) return false;
+        if (now > yield_from) sched_yield();
       } else {
         cpu_relax();
       }
@@ -226,7 +277,8 @@ class Pool {
   std::atomic<uint32_t> epoch_{0};  // bumped on every publish: what sleeping workers wait on
   std::atomic<int> open_jobs_{0};   // jobs_.size(), read without the lock
   std::atomic<int> callers_{0};     // threads inside run()
-  std::mutex lock_;                 // guards jobs_ and workers_
+  SpinLock jobs_lock_;              // guards jobs_
+  std::mutex workers_lock_;         // guards workers_
   std::vector<std::shared_ptr<Job>> jobs_;
   std::vector<std::thread> workers_;
 };
@@ -247,6 +299,11 @@ bool in_parallel_region() { return t_in_region; }
 int64_t max_chunks() {
   static const int64_t chunks = 4 * int64_t(cores());
   return chunks;
+}
+
+int64_t chunk_count(int64_t n, int64_t grain) {
+  const int64_t most = std::min(max_chunks(), n / std::max<int64_t>(grain, 1)), c = cores();
+  return most <= c ? most : most / c * c;
 }
 
 void run_chunks(int64_t n, int64_t chunks, const ChunkFn& fn) {

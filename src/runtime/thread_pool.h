@@ -36,6 +36,12 @@ void run_chunks(int64_t n, int64_t chunks, const ChunkFn& fn);
 /// start (set_num_threads does not change it, so chunk boundaries do not depend on threads).
 int64_t max_chunks();
 
+/// The chunks a parallel_for of n items, at least `grain` each, splits into: as many as fit, up
+/// to max_chunks(), and a multiple of the core count when there are more than cores (3 equal
+/// chunks on 2 threads take 2 chunk-times, a third longer than 2 halves). Depends on n, grain and
+/// the cores, never on the thread count.
+int64_t chunk_count(int64_t n, int64_t grain);
+
 /// Whether this thread is running a chunk (a nested call runs inline).
 bool in_parallel_region();
 
