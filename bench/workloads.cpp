@@ -13,6 +13,7 @@
 // --dump-inputs DIR writes the selected workloads' inputs as .npy files and a manifest (see
 // workloads/dump.h) instead of timing them: the inputs bench/peers/ reads.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "workloads/cnn.h"
@@ -136,31 +138,61 @@ double peak_rss_mb() {
 /// cache to warm up), runs once, cold. Peaks are those of the timed runs:
 /// the previous output is dropped before each run, so the peak is one run's working set plus its
 /// output.
-/// One timed run: v.run() on this thread and callers - 1 more at once; this thread's output, and
-/// the first error any caller threw.
-Outputs run_callers(const Variant& v, int callers) {
-  if (callers == 1) return v.run();
-  std::vector<std::exception_ptr> errors(callers);
-  std::vector<std::thread> others;
-  for (int c = 1; c < callers; ++c)
-    others.emplace_back([&, c] {
-      try {
-        v.run();
-      } catch (...) {
-        errors[c] = std::current_exception();
-      }
-    });
-  Outputs out;
-  try {
-    out = v.run();
-  } catch (...) {
-    errors[0] = std::current_exception();
+/// --callers: `n - 1` helper threads that call v.run() in lockstep with the timing thread, one
+/// call each per run(). Started once, not per run (a thread start costs ~40 us, ten times the
+/// smallest rows), and synchronized by spinning (a futex wake-up costs 30-80 us on these VMs).
+class Callers {
+ public:
+  Callers(const Variant& v, int n) : v_(v), errors_(n) {
+    for (int i = 1; i < n; ++i) helpers_.emplace_back([this, i] { helper(i); });
   }
-  for (std::thread& t : others) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-  return out;
-}
+  ~Callers() {
+    stop_ = true;
+    go_.fetch_add(1);
+    for (std::thread& t : helpers_) t.join();
+  }
+  Callers(const Callers&) = delete;
+  Callers& operator=(const Callers&) = delete;
+
+  /// One call on every thread at once; this thread's output, or the first error any threw.
+  Outputs run() {
+    finished_.store(0);
+    go_.fetch_add(1);
+    Outputs out;
+    try {
+      out = v_.run();
+    } catch (...) {
+      errors_[0] = std::current_exception();
+    }
+    while (finished_.load() < int(helpers_.size())) std::this_thread::yield();
+    for (std::exception_ptr& e : errors_)
+      if (e) std::rethrow_exception(std::exchange(e, nullptr));
+    return out;
+  }
+
+ private:
+  void helper(int i) {
+    for (uint64_t seen = 0;;) {
+      uint64_t now;
+      while ((now = go_.load()) == seen) std::this_thread::yield();
+      seen = now;
+      if (stop_) return;
+      try {
+        v_.run();
+      } catch (...) {
+        errors_[i] = std::current_exception();
+      }
+      finished_.fetch_add(1);
+    }
+  }
+
+  const Variant& v_;
+  std::vector<std::exception_ptr> errors_;
+  std::vector<std::thread> helpers_;
+  std::atomic<uint64_t> go_{0};
+  std::atomic<int> finished_{0};
+  std::atomic<bool> stop_{false};
+};
 
 Result measure(const std::string& workload, const Variant& v, bool quick, int callers) {
   using Clock = std::chrono::steady_clock;
@@ -177,10 +209,12 @@ Result measure(const std::string& workload, const Variant& v, bool quick, int ca
     const int min_runs = once ? 1 : quick ? 2 : 3, max_runs = once ? 1 : quick ? 2 : 200;
     const double budget_ms = quick ? 0 : 1000;
     double total_ms = 0;
+    std::optional<Callers> others;
+    if (callers > 1) others.emplace(v, callers);
     while (int(r.ms.size()) < max_runs && (int(r.ms.size()) < min_runs || total_ms < budget_ms)) {
       out.clear();
       const auto t0 = Clock::now();
-      out = run_callers(v, callers);
+      out = others ? others->run() : v.run();
       r.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() /
                      callers);
       total_ms += r.ms.back();

@@ -22,7 +22,18 @@ constexpr size_t kLarge = size_t{1} << 21;   // 2 MiB: a huge page; larger block
 constexpr size_t kCached = size_t{1} << 12;  // blocks from 4 KiB up are cached
 constexpr size_t kPaged = size_t{1} << 16;   // blocks from 64 KiB up are whole pages
 constexpr size_t kPage = size_t{1} << 12;
-constexpr size_t kCacheLimit = size_t{1} << 30;
+
+// The cache holds at most an eighth of the machine's memory, and at least 1 GiB. Two application
+// threads each running perex_mlp (685 MB of per-example gradients a call) overflowed a fixed
+// 1 GiB: every call page-faulted its outputs afresh and the pair ran 4x slower than one thread.
+size_t cache_limit() {
+  static const size_t limit = [] {
+    struct sysinfo info {};
+    const size_t ram = sysinfo(&info) == 0 ? size_t(info.totalram) * info.mem_unit : 0;
+    return std::max(size_t{1} << 30, ram / 8);
+  }();
+  return limit;
+}
 
 // Blocks of 4 KiB and more are kept after use and handed out again (a caching allocator, as MLX
 // and PyTorch do): touching fresh memory costs a page fault per 4 KiB page (measured ~13 us
@@ -51,8 +62,8 @@ class BlockCache {
   }
   bool give(void* p, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (bytes > kCacheLimit) return false;
-    while (cached_ + bytes > kCacheLimit) evict_oldest();
+    if (bytes > cache_limit()) return false;
+    while (cached_ + bytes > cache_limit()) evict_oldest();
     age_.push_back({p, bytes});
     by_size_.emplace(bytes, std::prev(age_.end()));
     cached_ += bytes;
