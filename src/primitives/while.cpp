@@ -262,6 +262,28 @@ std::vector<Tensor> While::eval_consuming(std::vector<Tensor> in) const {
 
 // ---- vmap --------------------------------------------------------------------------------------
 
+namespace {
+
+// Lanes that stop on their own run the body on a changing set of lanes, so a collective there
+// has no well-defined set of values to combine (over this vmap's axis: the lanes still running?
+// over an outer axis: the outer lanes' carries at which step?). Say so, naming the collective,
+// instead of failing later in a replay of the body with "unknown axis name".
+void check_no_collective(const Graph& cond, const Graph& body) {
+  for (const Graph* g : {&cond, &body}) {
+    const Node* c = detail::find_collective(*g);
+    if (!c) continue;
+    const std::string& axis = *c->prim->axis_name();
+    const bool own = axis == batching::current_options().axis_name;
+    fail(c->prim->name(), " over axis '", axis, "' sits inside a cond, while_loop or scan that ",
+         own ? "the vmap of that axis batches"
+             : "an inner vmap batches (its lanes stop on their own)",
+         ", where its lanes may be partitioned or masked: compute it outside the control flow",
+         own ? "" : " (a value captured from outside the loop works)");
+  }
+}
+
+}  // namespace
+
 std::vector<Batched> While::batch(const std::vector<Batched>& in, int64_t size) const {
   const size_t nc = n_carry_;
   if (lanes_.on()) {
@@ -295,6 +317,7 @@ std::vector<Batched> While::batch(const std::vector<Batched>& in, int64_t size) 
             : std::string("while: stays a while (the predicate is the same for every example)"));
   }
   if (per_lane) {
+    check_no_collective(*cond_, *body_);
     const auto node = std::make_shared<const While>(cond_, body_, nc,
                                                     Lanes{size, m, batching::current_options()});
     for (Tensor& y : lanes::bind(node, args)) out.push_back({std::move(y), 0});

@@ -100,6 +100,15 @@ bool holds_loop(const Graph& g) {
   return false;
 }
 
+const Node* find_collective(const Graph& g) {
+  for (const Node& n : g.nodes) {
+    if (n.prim->axis_name()) return &n;
+    for (const auto& [label, sub] : n.prim->subgraphs())
+      if (const Node* c = find_collective(*sub)) return c;
+  }
+  return nullptr;
+}
+
 double work_of(const Graph& g) {
   double work = 0;
   for (const Node& n : g.nodes) {
