@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/strided.h"
+#include "runtime/spin_lock.h"
 
 namespace lanes {
 
@@ -51,7 +52,7 @@ size_t cache_limit() {
 class BlockCache {
  public:
   void* take(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<runtime::SpinLock> lock(lock_);
     auto it = by_size_.find(bytes);
     if (it == by_size_.end()) return nullptr;
     void* p = it->second->p;
@@ -61,7 +62,7 @@ class BlockCache {
     return p;
   }
   bool give(void* p, size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<runtime::SpinLock> lock(lock_);
     if (bytes > cache_limit()) return false;
     while (cached_ + bytes > cache_limit()) evict_oldest();
     age_.push_back({p, bytes});
@@ -70,11 +71,11 @@ class BlockCache {
     return true;
   }
   void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<runtime::SpinLock> lock(lock_);
     while (!age_.empty()) evict_oldest();
   }
   size_t cached() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<runtime::SpinLock> lock(lock_);
     return cached_;
   }
   ~BlockCache() { clear(); }
@@ -97,8 +98,8 @@ class BlockCache {
     std::free(b.p);
   }
 
-  std::mutex mutex_;
-  std::list<Block> age_;  // oldest first
+  runtime::SpinLock lock_;  // taken on every allocation: see spin_lock.h
+  std::list<Block> age_;    // oldest first
   std::unordered_multimap<size_t, std::list<Block>::iterator> by_size_;
   size_t cached_ = 0;
 };

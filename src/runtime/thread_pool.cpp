@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/spin_lock.h"
+
 namespace lanes::runtime {
 namespace {
 
@@ -34,14 +36,6 @@ constexpr auto kPureSpin = std::chrono::microseconds(20);
 
 // How long a caller spins for a worker's last chunk before it sleeps.
 constexpr int kCallerSpins = 2000;  // ~ 5-10 us of pause instructions
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 thread_local bool t_in_region = false;
 
@@ -137,28 +131,6 @@ int default_threads() {
   }
   return cores();
 }
-
-// Guards the job list. Its critical sections are a few instructions, and a std::mutex that the
-// caller finds held by a worker's lookup puts the caller to sleep on a futex: 30-80 us to wake on
-// these VMs, more than most jobs take. A holder the OS preempts is waited for with sched_yield.
-class SpinLock {
- public:
-  void lock() {
-    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
-      while (locked_.load(std::memory_order_relaxed)) {
-        if (++spins > 100) {
-          sched_yield();
-        } else {
-          cpu_relax();
-        }
-      }
-    }
-  }
-  void unlock() { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
 
 // Counts a thread inside Pool::run for the scope.
 struct CallerCount {
@@ -277,7 +249,7 @@ class Pool {
   std::atomic<uint32_t> epoch_{0};  // bumped on every publish: what sleeping workers wait on
   std::atomic<int> open_jobs_{0};   // jobs_.size(), read without the lock
   std::atomic<int> callers_{0};     // threads inside run()
-  SpinLock jobs_lock_;              // guards jobs_
+  SpinLock jobs_lock_;              // guards jobs_ (spin_lock.h says why not a mutex)
   std::mutex workers_lock_;         // guards workers_
   std::vector<std::shared_ptr<Job>> jobs_;
   std::vector<std::thread> workers_;
