@@ -17,7 +17,7 @@ void set_num_threads(int n) {
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  // Chunk boundaries depend on n and grain alone, not on the thread count, so a kernel whose
+  // Chunk boundaries depend on n, grain and the cores, not on the thread count, so a kernel whose
   // chunks round differently gives the same bits at every thread count. Several chunks a thread
   // balance the load when a thread is slow or descheduled (another process shares the cores).
   const int64_t chunks = runtime::chunk_count(n, grain);
