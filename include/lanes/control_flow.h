@@ -105,15 +105,14 @@ auto switch_case(const Tensor& index, const std::vector<Fn>& branches, const Ops
   std::vector<Tensor> leaves;
   (tree::flatten(operands, leaves), ...);
   detail::check_defined(leaves, "switch_case", "operand");
-  Out out{}, first{};
+  Out out{}, other{};
   std::vector<Graph> graphs;
   for (size_t i = 0; i < branches.size(); ++i) {
-    graphs.push_back(detail::trace_branch(branches[i], i == 0 ? &first : &out, operands...));
+    graphs.push_back(detail::trace_branch(branches[i], i == 0 ? &out : &other, operands...));
     if (i > 0)
-      detail::check_same_structure("switch_case", "branch 0", first, "branch " + std::to_string(i),
-                                   out);
+      detail::check_same_structure("switch_case", "branch 0", out, "branch " + std::to_string(i),
+                                   other);
   }
-  if (branches.size() == 1) out = first;
   return tree::rebuild(
       out, detail::bind_cond(index, std::move(graphs), std::move(leaves), "switch_case"));
 }

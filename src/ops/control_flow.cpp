@@ -134,8 +134,8 @@ void check_starts(const Tensor& x, const std::vector<Tensor>& starts, const char
   check(int64_t(starts.size()) == x.ndim(), op, ": ", starts.size(), " starts for x of shape ",
         fmt(x.shape()), " (one per dim)");
   for (size_t d = 0; d < starts.size(); ++d)
-    check(starts[d].defined() && starts[d].ndim() == 0 && is_integral(starts[d].dtype()), op,
-          ": start ", d, " must be a 0-d integer tensor, got shape ", fmt(starts[d].shape()), " ",
+    check(starts[d].ndim() == 0 && is_integral(starts[d].dtype()), op, ": start ", d,
+          " must be a 0-d integer tensor, got shape ", fmt(starts[d].shape()), " ",
           dtype_name(starts[d].dtype()));
 }
 
