@@ -3,20 +3,21 @@
 //     [kept dims..., reduced dims..., inner dim]
 //
 // where the inner dim has the smallest stride (stride-0 broadcast dims go outermost) and adjacent
-// dims are merged where memory allows. Two shapes of work follow:
+// dims are merged where memory allows. Each output reduces the sequence of its elements in that
+// order, and every kernel gives the bits of one canonical order on that sequence, so a result
+// depends on the values and the sequence alone: never on the layout, on how many outputs are
+// reduced together (a batch under vmap, a chunk) or on the thread count (batch invariance,
+// README). The order: leaves of kBlock consecutive elements, each reduced as reduce_contiguous
+// does (reduce_leaves.h), then a cascade, a binary counter that merges equal-sized partials: the
+// pairwise tree of the leaves. Two shapes of work reproduce it:
 //
-// - inner dim reduced ("row reduction"): each output reduces its rows, block by block; a block
-//   (<= kBlock elements, gathered first when strided) is summed in 4 xsimd accumulators;
-// - inner dim kept ("column reduction"): each output row accumulates whole input rows with vector
-//   ops over a tile of columns.
+// - inner dim reduced ("row reduction"): each output reduces its leaves, gathered first when
+//   strided or spanning rows; many short rows (x is [m, <= 8]) take a fixed-length loop per row;
+// - inner dim kept ("column reduction"): a tile of outputs (columns) at once, with vector ops
+//   across the columns that keep each column's leaf slots as rows.
 //
-// Narrow shapes get their own loops: many short rows (x is [m, <= 8]) a fixed-length loop per
-// row, a tall narrow matrix reduced over its rows whole SIMD batches spanning several rows.
-//
-// The partial results (one per block, or one tile per group of rows) are combined by a cascade, a
-// binary counter that merges equal-sized partials: the pairwise tree of the leaves, fixed by the
-// shapes alone. Threads either take whole outputs, or, when there are few outputs, aligned groups
-// of 2^p leaves (each a subtree of the same tree), so results never depend on the thread count.
+// Threads either take whole outputs, or, when there are few outputs, aligned groups of 2^p leaves
+// (each a subtree of the same tree), so results never depend on the thread count.
 
 // GCC 12 reports xsimd's AVX-512 placeholders as "(may be) used uninitialized"; false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -28,6 +29,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -43,10 +45,6 @@ namespace lanes::kernels {
 namespace {
 
 using namespace reduce_leaves;
-
-constexpr int64_t kTile = 8192;       // columns per unit of a column reduction
-constexpr int64_t kNarrow = 64;       // widest rows narrow_leaf takes
-constexpr int64_t kMaxPeriod = 1024;  // >= narrow_period(len) for len <= kNarrow
 
 /// One block (n <= kBlock) of a row with any step; strided blocks are gathered first so a row
 /// gives the same result in every layout.
@@ -70,32 +68,6 @@ void combine_row(T* acc, const T* row, int64_t n, int64_t step) {
         Op::apply(B::load_unaligned(acc + i), B::load_unaligned(row + i)).store_unaligned(acc + i);
   }
   for (; i < n; ++i) acc[i] = Op::apply(acc[i], row[i * step]);
-}
-
-/// Reduces `count` rows of `len` contiguous elements that follow each other in memory (a
-/// column reduction of a narrow matrix) into acc[0, len): whole periods (a multiple of both len
-/// and the SIMD width; the last one padded with the identity) are combined with full vector ops,
-/// so lane i accumulates column i % len; then a pairwise fold of the len-sized segments.
-template <class Op, class T>
-void narrow_leaf(const T* p, int64_t count, int64_t len, int64_t period, T* acc) {
-  const int64_t total = count * len, first = std::min(total, period);
-  T buf[kMaxPeriod];
-  std::copy(p, p + first, buf);
-  std::fill(buf + first, buf + period, Op::template identity<T>());
-  for (int64_t done = first; done < total; done += period)
-    combine_row<Op>(buf, p + done, std::min(period, total - done), 1);
-  const int64_t segments = period / len;
-  for (int64_t step = 1; step < segments; step *= 2)
-    for (int64_t s = 0; s + step < segments; s += 2 * step)
-      combine_row<Op>(buf + s * len, buf + (s + step) * len, len, 1);
-  std::copy(buf, buf + len, acc);
-}
-
-/// The period narrow_leaf uses for rows of `len` T: lcm(len, SIMD width), repeated up to >= 256.
-template <class T>
-int64_t narrow_period(int64_t len) {
-  const int64_t w = xsimd::batch<T>::size, l = std::lcm(len, w);
-  return l * ((256 + l - 1) / l);
 }
 
 // ---- cascades: pairwise trees built by a binary counter -----------------------------------------
@@ -243,14 +215,20 @@ bool split_units(int64_t units, int64_t elements) {
   return units < num_threads() && elements >= 2 * kGrain;
 }
 
-/// out[j] = op over x[j * kLen, (j + 1) * kLen): a fixed row length lets the compiler vectorise
-/// across rows (interleaved loads).
+/// out[j] = op over x[j * kLen, (j + 1) * kLen) in reduce_contiguous's order (a short leaf: the
+/// fold of its elements); a fixed row length lets the compiler vectorise across rows.
 template <class Op, int kLen, class T>
 void short_rows(const T* x, T* out, int64_t b, int64_t e) {
   for (int64_t j = b; j < e; ++j) {
-    T acc = x[j * kLen];
-    for (int k = 1; k < kLen; ++k) acc = Op::apply(acc, x[j * kLen + k]);
-    out[j] = acc;
+    T s[kLen];
+    for (int k = 0; k < kLen; ++k) s[k] = x[j * kLen + k];
+    if constexpr (kFloat<T>) {
+      for (int h = 8; h >= 1; h /= 2)  // fold_slots: kSlots >= 16, so only h < kLen folds
+        for (int i = 0; i + h < kLen && i < h; ++i) s[i] = Op::apply(s[i], s[i + h]);
+      out[j] = s[0];
+    } else {
+      out[j] = reduce_contiguous<Op>(s, kLen);
+    }
   }
 }
 
@@ -274,30 +252,53 @@ bool reduce_short_rows(const Plan& p, const T* x, T* out) {
 template <class Op, class T>
 void reduce_rows(const Plan& p, const T* x, T* out) {
   const int64_t len = p.shape.back(), step = p.strides[1].back(), rows = p.rows;
-  const int64_t blocks = (len + kBlock - 1) / kBlock, leaves = rows * blocks;
+  const int64_t total = rows * len, leaves = (total + kBlock - 1) / kBlock;
   if (reduce_short_rows<Op>(p, x, out)) return;
-  auto leaf = [&](int64_t in_off, int64_t b) {
+  // Leaf l of output j: elements [l * kBlock, ...) of its rows read one after another. When
+  // kBlock divides the row length a leaf is a block of one row (read in place, or gathered when
+  // strided); otherwise leaves span rows and are gathered (the canonical order does not see where
+  // rows end).
+  const bool in_rows = rows == 1 || len % kBlock == 0;
+  const int64_t blocks = (len + kBlock - 1) / kBlock;
+  auto block = [&](int64_t in_off, int64_t b) {
     const int64_t start = b * kBlock;
     return reduce_block<Op>(x + in_off + start * step, std::min(kBlock, len - start), step);
   };
-  // Pushes leaves [lb, le) of output j (block k of row r is leaf r * blocks + k).
+  auto spanning_leaf = [&](int64_t j, int64_t l) {
+    const int64_t f0 = l * kBlock, f1 = std::min(total, f0 + kBlock);
+    T buf[kBlock];
+    int64_t filled = 0, r = f0 / len;
+    detail::for_each_row<2>(p.shape, p.strides, j * rows + r, j * rows + (f1 - 1) / len + 1,
+                            [&](const auto& off) {
+                              const int64_t lo = std::max(f0, r * len) - r * len;
+                              const int64_t hi = std::min(f1, (r + 1) * len) - r * len;
+                              for (int64_t i = lo; i < hi; ++i) buf[filled++] = x[off[1] + i * step];
+                              ++r;
+                            });
+    return reduce_contiguous<Op>(buf, filled);
+  };
+  // Pushes leaves [lb, le) of output j.
   auto visit = [&](int64_t j, int64_t lb, int64_t le, Cascade<Op, T>& c) {
-    int64_t l = lb / blocks * blocks;
+    if (!in_rows) {
+      for (int64_t l = lb; l < le; ++l) c.push(spanning_leaf(j, l));
+      return;
+    }
+    int64_t l = lb / blocks * blocks;  // block k of row r is leaf r * blocks + k
     detail::for_each_row<2>(p.shape, p.strides, j * rows + lb / blocks,
                             j * rows + (le + blocks - 1) / blocks, [&](const auto& off) {
                               for (int64_t k = 0; k < blocks; ++k, ++l)
-                                if (l >= lb && l < le) c.push(leaf(off[1], k));
+                                if (l >= lb && l < le) c.push(block(off[1], k));
                             });
   };
-  const bool split = split_units(p.outputs, p.outputs * rows * len);
-  const int level = split ? group_level(std::min(len, kBlock), leaves) : 0;
+  const bool split = split_units(p.outputs, p.outputs * total);
+  const int level = split ? group_level(std::min(total, kBlock), leaves) : 0;
   const int64_t groups = split ? leaves >> level : 0;
   std::vector<T> partial(groups);
-  const int64_t grain = split ? p.outputs : std::max<int64_t>(1, kGrain / (rows * len));
+  const int64_t grain = split ? p.outputs : std::max<int64_t>(1, kGrain / total);
   parallel_for(p.outputs, grain, [&](int64_t b, int64_t e) {
-    if (leaves == 1) {  // one short row per output: no cascade
+    if (leaves == 1 && in_rows) {  // one short row per output: no cascade
       detail::for_each_row<2>(p.shape, p.strides, b, e,
-                              [&](const auto& off) { out[off[0]] = leaf(off[1], 0); });
+                              [&](const auto& off) { out[off[0]] = block(off[1], 0); });
       return;
     }
     Cascade<Op, T> c;
@@ -318,35 +319,89 @@ void reduce_rows(const Plan& p, const T* x, T* out) {
 
 // ---- column reduction (inner dim kept) ----------------------------------------------------------
 
+/// Columns per unit of a column reduction: the fold's rows (one per level, kSlots has 7 at most)
+/// stay in L1, and each input row is read in runs of 4 KB.
+template <class T>
+constexpr int64_t kColumnTile = 4096 / int64_t(sizeof(T));
+constexpr int64_t kPackedRow = 64;  // widest rows the packed leaf takes
+
+/// Offset in the input of row `row` of the plan's space (every dim but the last).
+int64_t row_offset(const Plan& p, int64_t row) {
+  int64_t off = 0;
+  for (size_t d = p.shape.size() - 1; d-- > 0;) {
+    off += row % p.shape[d] * p.strides[1][d];
+    row /= p.shape[d];
+  }
+  return off;
+}
+
+/// Each column reduced in reduce_contiguous's order, vectorised across columns: a leaf is
+/// kBlock rows, row r of it belongs to slot r % kSlots, and the slots are folded as fold_slots
+/// folds one column's. Leaves are cascaded as in reduce_rows, so a column gives the bits its
+/// values would give as a contiguous row.
 template <class Op, class T>
 void reduce_columns(const Plan& p, const T* x, T* out) {
+  constexpr int64_t S = kSlots<T>;
   const int64_t len = p.shape.back(), in_step = p.strides[1].back(), rows = p.rows;
   const int64_t out_step = p.strides[0].back();
-  const int64_t tile = std::min(len, kTile), tiles = (len + tile - 1) / tile;
-  // Narrow rows stacked contiguously (one reduced dim of stride len) take narrow_leaf.
+  const int64_t tile = std::min(len, kColumnTile<T>), tiles = (len + tile - 1) / tile;
+  const int64_t leaves = (rows + kBlock - 1) / kBlock;
+  // Narrow rows stored one after another (one reduced dim of stride len): S rows are one
+  // contiguous run of S * len values, combined into all the slots at once.
   const size_t n = p.shape.size();
-  int64_t period = 0;
-  if constexpr (kFloat<T>)
-    if (len <= kNarrow && in_step == 1 && n - p.kept == 2 && p.strides[1][n - 2] == len)
-      period = narrow_period<T>(len);
-  // Rows per leaf, summed in order: more for narrow tiles so a leaf is worth its overhead.
-  const int64_t leaf_rows = period ? 16 * period / len : std::clamp<int64_t>(kBlock / tile, 8, 32);
-  const int64_t leaves = (rows + leaf_rows - 1) / leaf_rows;
+  const bool packed =
+      len <= kPackedRow && in_step == 1 && n - p.kept == 2 && p.strides[1][n - 2] == len;
+  // Tiles narrow enough for all S slots to stay in L1 read the rows in order (slot rows); wider
+  // ones fold depth-first, reading each slot's rows in long runs.
+  const bool slot_rows = !packed && S * tile * int64_t(sizeof(T)) <= 32768;
+  const int64_t scratch =
+      packed ? S * len : slot_rows ? S * tile : int64_t(std::bit_width(uint64_t(S))) * tile;
 
-  // acc[0, w) = rows [l * leaf_rows, ...) of output row k, columns [c0, c0 + w).
+  // The slot fold as a depth-first walk: node (i, h) = op(node(i, 2h), node(i + h, 2h)), node
+  // (i, S) being slot i, the combination of its rows in order (read in long runs across the
+  // tile). acc holds one row per level.
+  auto fold = [&](auto&& self, int64_t k, int64_t r0, int64_t r1, int64_t c0, int64_t w, int64_t i,
+                  int64_t h, T* acc) -> void {
+    if (h == S) {
+      for (int64_t r = r0 + i; r < r1; r += S) {
+        const T* row = x + row_offset(p, k * rows + r) + c0 * in_step;
+        if (r == r0 + i)
+          for (int64_t c = 0; c < w; ++c) acc[c] = row[c * in_step];
+        else
+          combine_row<Op>(acc, row, w, in_step);
+      }
+      return;
+    }
+    self(self, k, r0, r1, c0, w, i, 2 * h, acc);
+    if (r0 + i + h >= r1) return;  // the other half's slots are empty
+    self(self, k, r0, r1, c0, w, i + h, 2 * h, acc + w);
+    combine_row<Op>(acc, acc + w, w, 1);
+  };
+  // acc[0, w) = leaf l of unit (k, c0, w); acc holds `scratch` elements.
   auto leaf = [&](int64_t k, int64_t l, int64_t c0, int64_t w, T* acc) {
-    const int64_t r0 = l * leaf_rows, r1 = std::min(rows, r0 + leaf_rows);
-    if (period)
-      return narrow_leaf<Op>(x + offset_of(p, k, 1) + r0 * len, r1 - r0, len, period, acc);
-    bool first = true;
-    detail::for_each_row<2>(p.shape, p.strides, k * rows + r0, k * rows + r1, [&](const auto& off) {
-      const T* row = x + off[1] + c0 * in_step;
-      if (first)
-        for (int64_t i = 0; i < w; ++i) acc[i] = row[i * in_step];
-      else
-        combine_row<Op>(acc, row, w, in_step);
-      first = false;
-    });
+    const int64_t r0 = l * kBlock, r1 = std::min(rows, r0 + kBlock);
+    if (!packed && !slot_rows) return fold(fold, k, r0, r1, c0, w, 0, 1, acc);
+    const int64_t used = std::min(S, r1 - r0);
+    if (packed) {
+      const T* run = x + offset_of(p, k, 1) + r0 * len;
+      std::copy(run, run + used * len, acc);
+      for (int64_t r = r0 + S; r < r1; r += S)
+        combine_row<Op>(acc, x + offset_of(p, k, 1) + r * len, std::min(S, r1 - r) * len, 1);
+    } else {
+      int64_t r = r0;
+      detail::for_each_row<2>(p.shape, p.strides, k * rows + r0, k * rows + r1, [&](const auto& off) {
+        const T* row = x + off[1] + c0 * in_step;
+        T* slot = acc + (r - r0) % S * w;
+        if (r - r0 < S)
+          for (int64_t c = 0; c < w; ++c) slot[c] = row[c * in_step];
+        else
+          combine_row<Op>(slot, row, w, in_step);
+        ++r;
+      });
+    }
+    for (int64_t h = S / 2; h >= 1; h /= 2)
+      for (int64_t i = 0; i < h && i + h < used; ++i)
+        combine_row<Op>(acc + i * w, acc + (i + h) * w, w, 1);
   };
   // Pushes leaves [lb, le) of unit (k, c0, w) into c.
   auto visit = [&](int64_t k, int64_t c0, int64_t w, int64_t lb, int64_t le, RowCascade<Op, T>& c,
@@ -358,13 +413,13 @@ void reduce_columns(const Plan& p, const T* x, T* out) {
   };
   const int64_t units = p.outputs * tiles;  // a unit: one tile of one output row
   const bool split = split_units(units, units * rows * tile);
-  const int level = split ? group_level(leaf_rows * tile, leaves) : 0;
+  const int level = split ? group_level(kBlock * tile, leaves) : 0;
   const int64_t groups = split ? leaves >> level : 0;
   std::vector<T> partial(groups * tile);
   const int64_t grain = split ? units : std::max<int64_t>(1, kGrain / (rows * tile));
   parallel_for(units, grain, [&](int64_t b, int64_t e) {
-    RowCascade<Op, T> c(tile);
-    std::vector<T> v(tile);
+    RowCascade<Op, T> c(scratch);
+    std::vector<T> v(scratch);
     for (int64_t u = b; u < e; ++u) {
       const int64_t k = u / tiles, c0 = u % tiles * tile, w = std::min(tile, len - c0);
       T* o = out + offset_of(p, k, 0) + c0 * out_step;
@@ -373,8 +428,8 @@ void reduce_columns(const Plan& p, const T* x, T* out) {
         leaf(k, 0, c0, w, v.data());
       } else {
         parallel_for(groups, 1, [&](int64_t gb, int64_t ge) {
-          RowCascade<Op, T> cg(tile);
-          std::vector<T> vg(tile);
+          RowCascade<Op, T> cg(scratch);
+          std::vector<T> vg(scratch);
           for (int64_t g = gb; g < ge; ++g) {
             visit(k, c0, w, g << level, (g + 1) << level, cg, vg);
             std::copy_n(cg.finish(w).begin(), w, partial.begin() + g * tile);
@@ -395,8 +450,9 @@ void reduce_columns(const Plan& p, const T* x, T* out) {
 template <class Op, class T>
 void run_reduce(const Tensor& x, const std::vector<int64_t>& axes, const Tensor& out) {
   T* o = static_cast<T*>(out.raw_mutable_data());
-  if (x.numel() == 0) {  // an empty reduction: the identity
-    std::fill(o, o + out.numel(), Op::template identity<T>());
+  if (x.numel() == 0) {  // an empty reduction: the identity (+0 for sums, as numpy)
+    const T empty = std::is_same_v<Op, SumOp> ? T(0) : Op::template identity<T>();
+    std::fill(o, o + out.numel(), empty);
     return;
   }
   const T* in = static_cast<const T*>(x.raw_data());

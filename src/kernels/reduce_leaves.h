@@ -37,6 +37,16 @@ template <class V>
 V pick(bool cond, const V& a, const V& b) {
   return cond ? a : b;
 }
+/// Whether v is NaN, for scalars and batches: xsimd's batch a != a is an ordered compare (false
+/// for NaN under AVX and AVX-512), so batches ask xsimd::isnan.
+template <class V>
+bool nan_of(const V& v) {
+  return v != v;
+}
+template <class T, class A>
+xsimd::batch_bool<T, A> nan_of(const xsimd::batch<T, A>& v) {
+  return xsimd::isnan(v);
+}
 template <class T, class A>
 xsimd::batch<T, A> pick(const xsimd::batch_bool<T, A>& cond, const xsimd::batch<T, A>& a,
                         const xsimd::batch<T, A>& b) {
@@ -47,7 +57,7 @@ xsimd::batch<T, A> pick(const xsimd::batch_bool<T, A>& cond, const xsimd::batch<
 // the accumulator a unless b wins or a is NaN; a NaN b wins since a > NaN is false.
 // clang-format off
 struct SumOp {
-  template <class T> static T identity() { return T(0); }
+  template <class T> static T identity() { return kFloat<T> ? T(-0.0) : T(0); }
   template <class V> static V apply(const V& a, const V& b) { return a + b; }
 };
 struct ProdOp {
@@ -58,48 +68,72 @@ struct MaxOp {
   template <class T> static T identity() {
     return kFloat<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   }
-  template <class V> static V apply(const V& a, const V& b) { return pick((a > b) | (a != a), a, b); }
+  template <class V> static V apply(const V& a, const V& b) { return pick((a > b) | nan_of(a), a, b); }
 };
 struct MinOp {
   template <class T> static T identity() {
     return kFloat<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
   }
-  template <class V> static V apply(const V& a, const V& b) { return pick((a < b) | (a != a), a, b); }
+  template <class V> static V apply(const V& a, const V& b) { return pick((a < b) | nan_of(a), a, b); }
 };
 // clang-format on
 
 // ---- leaves -----------------------------------------------------------------------------------
 
-/// Reduction of n contiguous elements: 4 SIMD accumulators, the tail padded with the identity,
-/// then a tree over the lanes. Integers use 4 scalar accumulators (exact in any order).
+/// The number of slots of a leaf: 4 SIMD registers of T.
+template <class T>
+constexpr int64_t kSlots = 4 * int64_t(xsimd::batch<T>::size);
+
+/// Folds slots [0, used) of s (kSlots<T> of them, the rest unused) as the leaf's tree does:
+/// s[i] = op(s[i], s[i + h]) for h = kSlots / 2, ..., 1. An unused slot holds the identity, which
+/// changes nothing, so the fold skips it.
+template <class Op, class T>
+T fold_slots(T* s, int64_t used) {
+  for (int64_t h = kSlots<T> / 2; h >= 1; h /= 2)
+    for (int64_t i = 0; i < h && i + h < used; ++i) s[i] = Op::apply(s[i], s[i + h]);
+  return s[0];
+}
+
+/// Reduction of n contiguous elements (a leaf, n <= kBlock). Floats follow the canonical order,
+/// which every reduction kernel reproduces whatever the layout, so a value never depends on how
+/// its inputs sit in memory or on how many rows or lanes are reduced together (batch invariance,
+/// README): element i goes to slot i % kSlots (the 4 SIMD accumulators), each slot combines its
+/// elements in order starting from the identity, and fold_slots combines the slots. The sum's
+/// identity is -0.0 (x + -0.0 == x for every x, +0.0 turns -0.0 into +0.0). Integers use 4 scalar
+/// accumulators (exact in any order).
 template <class Op, class T>
 T reduce_contiguous(const T* p, int64_t n) {
   const T id = Op::template identity<T>();
   if constexpr (kFloat<T>) {
     using B = xsimd::batch<T>;
-    constexpr int64_t W = B::size;
-    if (n >= W) {
-      B a0(id), a1(id), a2(id), a3(id);
-      int64_t i = 0;
-      for (; i + 4 * W <= n; i += 4 * W) {
-        a0 = Op::apply(a0, B::load_unaligned(p + i));
-        a1 = Op::apply(a1, B::load_unaligned(p + i + W));
-        a2 = Op::apply(a2, B::load_unaligned(p + i + 2 * W));
-        a3 = Op::apply(a3, B::load_unaligned(p + i + 3 * W));
-      }
-      for (; i + W <= n; i += W) a0 = Op::apply(a0, B::load_unaligned(p + i));
-      if (i < n) {
-        std::array<T, W> tail;
-        tail.fill(id);
-        std::copy(p + i, p + n, tail.begin());
-        a1 = Op::apply(a1, B::load_unaligned(tail.data()));
-      }
-      std::array<T, W> lanes;
-      Op::apply(Op::apply(a0, a1), Op::apply(a2, a3)).store_unaligned(lanes.data());
-      for (int64_t w = W / 2; w >= 1; w /= 2)
-        for (int64_t k = 0; k < w; ++k) lanes[k] = Op::apply(lanes[k], lanes[k + w]);
-      return lanes[0];
+    constexpr int64_t W = B::size, S = kSlots<T>;
+    alignas(64) std::array<T, S> s;
+    if (n < S) {  // a short leaf: the slots are the elements themselves
+      std::copy(p, p + n, s.begin());
+      return n == 0 ? id : fold_slots<Op>(s.data(), n);
     }
+    B a0(id), a1(id), a2(id), a3(id);
+    int64_t i = 0;
+    for (; i + S <= n; i += S) {
+      a0 = Op::apply(a0, B::load_unaligned(p + i));
+      a1 = Op::apply(a1, B::load_unaligned(p + i + W));
+      a2 = Op::apply(a2, B::load_unaligned(p + i + 2 * W));
+      a3 = Op::apply(a3, B::load_unaligned(p + i + 3 * W));
+    }
+    if (i < n) {  // the tail, padded with the identity
+      s.fill(id);
+      std::copy(p + i, p + n, s.begin());
+      a0 = Op::apply(a0, B::load_aligned(s.data()));
+      a1 = Op::apply(a1, B::load_aligned(s.data() + W));
+      a2 = Op::apply(a2, B::load_aligned(s.data() + 2 * W));
+      a3 = Op::apply(a3, B::load_aligned(s.data() + 3 * W));
+    }
+    // fold_slots over whole registers (h = 2W, W), then within one.
+    a0 = Op::apply(Op::apply(a0, a2), Op::apply(a1, a3));
+    a0.store_aligned(s.data());
+    for (int64_t h = W / 2; h >= 1; h /= 2)
+      for (int64_t k = 0; k < h; ++k) s[k] = Op::apply(s[k], s[k + h]);
+    return s[0];
   }
   T a[4] = {id, id, id, id};
   int64_t i = 0;
