@@ -1,11 +1,11 @@
-// Batch invariance (issue 26): vmap(f)(xs)[i] == f(xs[i]) bit for bit, for every op-table row,
-// every float dtype, every set of mapped inputs and batch axes first or last, batch sizes 1, 2
-// and 5: batching never changes a result. The rows the guarantee leaves out are listed in
-// kNotInvariant with the reason (README, "Batch invariance").
+// Batch invariance (lanes/determinism.h): with set_batch_invariant(true), vmap(f)(xs)[i] ==
+// f(xs[i]) bit for bit, for every op-table row, every float dtype, every set of mapped inputs and
+// batch axes first or last, batch sizes 1, 2 and 5: batching never changes a result.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <set>
 
 #include "op_table.h"
@@ -32,13 +32,16 @@ namespace {
       if (first < 0) first = int64_t(i);
       ++differ;
     }
-  return ::testing::AssertionFailure() << differ << " of " << gv.size() << " elements differ; first "
-                                       << first << ": " << gv[size_t(first)] << " vs loop "
-                                       << wv[size_t(first)];
+  return ::testing::AssertionFailure()
+         << differ << " of " << gv.size() << " elements differ; first " << first << ": "
+         << gv[size_t(first)] << " vs loop " << wv[size_t(first)];
 }
 
+// Products take the batch-invariant kernel for the test (lanes/determinism.h).
 class BatchInvariance : public ::testing::TestWithParam<std::string> {
  protected:
+  void SetUp() override { lanes::set_batch_invariant(true); }
+  void TearDown() override { lanes::set_batch_invariant(false); }
   const OpRow& row() const {
     for (const OpRow& r : op_table())
       if (r.name == GetParam()) return r;
@@ -82,8 +85,8 @@ TEST_P(BatchInvariance, VmapEqualsTheLoopBitForBit) {
             per_example.push_back(r.call(args));
           }
           const Tensor want = lanes::stack(per_example, 0);
-          SCOPED_TRACE(std::string(lanes::dtype_name(dtype)) + ", batch " +
-                       std::to_string(batch) + ", mapped inputs mask " + std::to_string(used) +
+          SCOPED_TRACE(std::string(lanes::dtype_name(dtype)) + ", batch " + std::to_string(batch) +
+                       ", mapped inputs mask " + std::to_string(used) +
                        (last ? ", batch axes last" : ", batch axes first"));
           Tensor got;
           ASSERT_NO_THROW(got = lanes::vmap(r.call, lanes::in_axes(AxisSpec(axes)))(inputs));
@@ -120,5 +123,49 @@ TEST(ReduceKernels, NanInTheFirstRowsOfAColumnReductionWins) {
     }
   }
 }
+
+}  // namespace
+
+namespace {
+
+// The batch-invariant order, written out: passes of 256 k's, each an FMA chain from 0, the
+// passes' sums added in order (src/kernels/gemm_in_order.h).
+template <class T>
+T in_order(const std::vector<T>& a, const std::vector<T>& b, int64_t i, int64_t j, int64_t n,
+           int64_t k) {
+  T c = 0;
+  for (int64_t p0 = 0; p0 < k; p0 += 256) {
+    T pass = 0;
+    for (int64_t p = p0; p < std::min(k, p0 + 256); ++p)
+      pass = std::fma(a[size_t(i * k + p)], b[size_t(p * n + j)], pass);
+    c = p0 == 0 ? pass : c + pass;
+  }
+  return c;
+}
+
+template <class T>
+void expect_products_in_order() {
+  lanes::set_batch_invariant(true);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int64_t k : {1, 3, 31, 256, 257, 600})
+    for (int64_t n : {1, 5, 16, 33, 100})
+      for (int64_t m : {1, 2, 7, 13, 100}) {
+        std::vector<T> a(size_t(m * k)), b(size_t(k * n));
+        for (T& v : a) v = T(u(rng));
+        for (T& v : b) v = T(u(rng));
+        const auto got = lanes::matmul(lanes::tensor(a, {m, k}), lanes::tensor(b, {k, n}))
+                             .template to_vector<T>();
+        int64_t differ = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            differ += got[size_t(i * n + j)] != in_order(a, b, i, j, n, k);
+        EXPECT_EQ(differ, 0) << m << " x " << k << " x " << n;
+      }
+  lanes::set_batch_invariant(false);
+}
+
+TEST(BatchInvariantProducts, FollowThePassOrderFloat32) { expect_products_in_order<float>(); }
+TEST(BatchInvariantProducts, FollowThePassOrderFloat64) { expect_products_in_order<double>(); }
 
 }  // namespace

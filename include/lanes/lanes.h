@@ -7,6 +7,7 @@
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
 #include "lanes/custom.h"
+#include "lanes/determinism.h"
 #include "lanes/dtype.h"
 #include "lanes/error.h"
 #include "lanes/explain.h"

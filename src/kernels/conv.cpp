@@ -5,12 +5,13 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "lanes/determinism.h"
 #include "lanes/parallel.h"
+#include "runtime/thread_pool.h"
 
 namespace lanes::kernels {
 
@@ -51,8 +52,10 @@ Geometry geometry(const Shape& xs, const Shape& ws, const ConvParams& p, int64_t
   const int64_t k = std::max<int64_t>(g.K, 1), p1 = std::max<int64_t>(g.P, 1);
   // Side by side only while the matrix stays in budget and every thread still gets a chunk.
   g.nb = std::min({(kPanelColumns + p1 - 1) / p1, kTileElements / (k * p1),
-                   std::max<int64_t>(1, g.N / num_threads())});
-  g.nb = std::max<int64_t>(g.nb, 1);
+                   std::max<int64_t>(1, g.N / runtime::cores())});
+  // Batch-invariant (lanes/determinism.h): every example alone, so each runs the same tiles (the
+  // order in which a transposed conv's columns add into an input position follows them).
+  g.nb = batch_invariant() ? 1 : std::max<int64_t>(g.nb, 1);
   g.tile_rows = std::clamp<int64_t>(kTileElements / (k * std::max<int64_t>(g.OW, 1)), 1,
                                     std::max<int64_t>(g.OH, 1));
   return g;
@@ -300,7 +303,7 @@ void unpack(const Geometry& g, const T* m, int64_t n0, int64_t n1, int64_t grp, 
 template <class T, class F>
 void for_items(const Geometry& g, double item_flops, F&& item) {
   const int64_t items = g.items();
-  if (items >= num_threads() || item_flops < kLargeGemm) {
+  if (items >= runtime::cores() || item_flops < kLargeGemm) {
     const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / item_flops));  // a few us
     parallel_for(items, grain, [&](int64_t begin, int64_t end) {
       Workspace<T> ws;
@@ -383,8 +386,12 @@ void transpose_item(const Geometry& g, const Layout& l, const T* ct, const T* w,
     return;
   }
   T* acc = accumulator(g, out_of(n0), ws);
-  for (int64_t oh0 = 0; oh0 < g.OH; oh0 += g.tile_rows) {
-    const int64_t oh1 = std::min(g.OH, oh0 + g.tile_rows), ld = (oh1 - oh0) * g.OW;
+  // A tile's columns add into an input position before the next tile's, so the tile height sets
+  // the order of that sum; it follows K, which a batched weight multiplies. Batch-invariant: one
+  // output row per tile, whatever K.
+  const int64_t tile_rows = batch_invariant() ? 1 : g.tile_rows;
+  for (int64_t oh0 = 0; oh0 < g.OH; oh0 += tile_rows) {
+    const int64_t oh1 = std::min(g.OH, oh0 + tile_rows), ld = (oh1 - oh0) * g.OW;
     ws.col.resize(g.K * ld);
     gemm<T>(true, false, g.K, ld, g.Og, wg, g.K, ct_of(n0) + oh0 * g.OW, g.P, 0, ws.col.data(), ld);
     scatter(g, l, ws.col.data(), ld, oh0, oh1, acc, threaded);
@@ -422,8 +429,9 @@ void weight_item(const Geometry& g, const Layout& l, const T* x, const T* ct, T*
 }
 
 // Items of one group write the same dw block: with enough groups each thread owns whole groups;
-// with few groups and many chunks, each thread sums its chunks of a group into a private block
-// and adds it in under a lock.
+// with few groups and many chunks, the chunks of a group are split into parts summed apart, then
+// added in the parts' order (never in the order threads finish: the bits would vary by run). The
+// plan depends on the shapes and the cores, not on the thread count.
 template <class T>
 void weight_grad(const Geometry& g, const Layout& l, const T* x, const T* ct, T* dw) {
   const int64_t chunks = g.chunks(), block = g.Og * g.K;
@@ -432,7 +440,7 @@ void weight_grad(const Geometry& g, const Layout& l, const T* x, const T* ct, T*
     for (int64_t c = c0; c < c1; ++c)
       weight_item(g, l, x, ct, dst, c * g.nb, grp, T(c == c0 ? 0 : 1), ws, threaded);
   };
-  if (g.G >= num_threads() || chunks == 1 || flops * double(chunks) < kLargeGemm) {
+  if (g.G >= runtime::cores() || chunks == 1 || flops * double(chunks) < kLargeGemm) {
     const bool alone = g.G == 1 && chunks == 1 && flops >= kLargeGemm;
     const auto grain = static_cast<int64_t>(std::max(1.0, 2e5 / (flops * double(chunks))));
     parallel_for(g.G, alone ? g.G : grain, [&](int64_t begin, int64_t end) {
@@ -442,17 +450,20 @@ void weight_grad(const Geometry& g, const Layout& l, const T* x, const T* ct, T*
     });
     return;
   }
-  std::fill_n(dw, g.G * block, T(0));
-  std::mutex lock;
-  for (int64_t grp = 0; grp < g.G; ++grp)
-    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+  const int64_t parts = std::min(chunks, runtime::max_chunks());
+  std::vector<T> sums(size_t(parts * block));
+  for (int64_t grp = 0; grp < g.G; ++grp) {
+    parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
       Workspace<T> ws;
-      std::vector<T> part(block);
-      group(grp, c0, c1, part.data(), ws, false);
-      const std::lock_guard<std::mutex> hold(lock);
-      T* dst = dw + grp * block;
-      for (int64_t i = 0; i < block; ++i) dst[i] += part[i];
+      for (int64_t q = p0; q < p1; ++q)
+        group(grp, chunks * q / parts, chunks * (q + 1) / parts, sums.data() + q * block, ws,
+              false);
     });
+    T* dst = dw + grp * block;
+    std::copy_n(sums.data(), block, dst);
+    for (int64_t q = 1; q < parts; ++q)
+      for (int64_t i = 0; i < block; ++i) dst[i] += sums[size_t(q * block + i)];
+  }
 }
 
 // ---- entry points -----------------------------------------------------------------------------

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "kernels/gemm_in_order.h"
+#include "lanes/determinism.h"
+#include "lanes/error.h"
 #include "lanes/parallel.h"
 #include "runtime/thread_pool.h"
 
@@ -40,6 +43,12 @@ void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (batch_invariant()) {
+    check(beta == T(0) || beta == T(1), "gemm: beta ", beta, " in batch-invariant mode");
+    const Strided<const T> sa = ta ? Strided<const T>{a, 1, lda} : Strided<const T>{a, lda, 1};
+    const Strided<const T> sb = tb ? Strided<const T>{b, 1, ldb} : Strided<const T>{b, ldb, 1};
+    return gemm_in_order<T>(m, n, k, sa, sb, {c, ldc, 1}, beta == T(1));
+  }
   blas_single_threaded();
   const double flops = 2.0 * double(m) * double(n) * double(k);
   // Not on num_threads(): the blocks (and so the bits) are the same at every thread count.

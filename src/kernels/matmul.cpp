@@ -11,8 +11,10 @@
 #include <type_traits>
 
 #include "kernels/gemm.h"
+#include "kernels/gemm_in_order.h"
 #include "kernels/matmul_small.h"
 #include "kernels/matmul_xsmm.h"
+#include "lanes/determinism.h"
 #include "lanes/parallel.h"
 #include "runtime/thread_pool.h"
 
@@ -148,6 +150,25 @@ void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
   run_gemms(batch, 2.0 * double(mn) * double(a.m.cols.size), [&](int64_t i) {
     gemm(a.m, b.m, pa + batch_offset(a, i), pb + batch_offset(b, i), out + i * mn);
   });
+}
+
+// Each product one FMA chain per element (gemm_in_order.h), parallel over the batch when the
+// products are small (a large one splits itself).
+template <class T>
+void in_order_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
+  const int64_t m = a.m.rows.size, n = b.m.cols.size, k = a.m.cols.size;
+  const T* pa = a.view.data<T>();
+  const T* pb = b.view.data<T>();
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  parallel_for(batch, std::max<int64_t>(1, int64_t(2e5 / std::max(flops, 1.0))),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t i = begin; i < end; ++i)
+                   gemm_in_order<T>(m, n, k,
+                                    {pa + batch_offset(a, i), a.m.rows.stride, a.m.cols.stride},
+                                    {pb + batch_offset(b, i), b.m.rows.stride, b.m.cols.stride},
+                                    {out + i * m * n, n, 1});
+               });
+  g_gemm_calls += batch;
 }
 
 // Products with small N and K through libxsmm's kernels (matmul_xsmm.h says why): false, having
@@ -452,8 +473,10 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
   // Float products with a degenerate matrix go to the hand loops, which read any strides; the
   // others to BLAS, which needs a unit stride in each matrix; integers to the i-k-j loop, which
   // needs it in the rhs rows.
-  const bool small = is_floating(lhs.dtype()) && (m == 1 || n == 1 || k == 1);
-  const bool blas = is_floating(lhs.dtype()) && !small;
+  // Batch-invariant products (lanes/determinism.h) read any strides too.
+  const bool in_order = is_floating(lhs.dtype()) && batch_invariant();
+  const bool small = is_floating(lhs.dtype()) && !in_order && (m == 1 || n == 1 || k == 1);
+  const bool blas = is_floating(lhs.dtype()) && !small && !in_order;
   const bool unit_cols = !is_floating(lhs.dtype());
   check(!blas || std::max({m, n, k}) <= INT_MAX, "dot_general: GEMM of ", m, " x ", k, " by ", k,
         " x ", n, " is too large for BLAS's int sizes");
@@ -471,7 +494,11 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
     Operand b{permuted(rhs, pr), rb.size(), lc.size(), {}};
     return (fits(a, blas, false) ? 0 : lhs.numel()) + (fits(b, blas, unit_cols) ? 0 : rhs.numel());
   };
-  const auto [pl, pr] = perms(contracting_order(lhs, rhs, lc, rc, copies));
+  // Batch-invariant products contract in the order given: the order that spares copies depends
+  // on the layout, and a vmapped operand's layout is not the example's.
+  std::vector<size_t> given(lc.size());
+  std::iota(given.begin(), given.end(), 0);
+  const auto [pl, pr] = perms(in_order ? given : contracting_order(lhs, rhs, lc, rc, copies));
   const Operand a = make_operand(lhs, pl, lb.size(), lf.size(), blas, false);
   if (blas && lb.empty()) {
     std::optional<Tensor> blocked;
@@ -497,6 +524,8 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_floating_point_v<T>)
       int_matmul<T>(a, b, batch, out.mutable_data<T>());
+    else if (in_order)
+      in_order_batched<T>(a, b, batch, out.mutable_data<T>());
     else if (small)
       small_batched<T>(a, b, batch, out.mutable_data<T>());
     else if (!xsmm_batched<T>(a, b, batch, out.mutable_data<T>()))

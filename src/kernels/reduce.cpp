@@ -272,7 +272,8 @@ void reduce_rows(const Plan& p, const T* x, T* out) {
                             [&](const auto& off) {
                               const int64_t lo = std::max(f0, r * len) - r * len;
                               const int64_t hi = std::min(f1, (r + 1) * len) - r * len;
-                              for (int64_t i = lo; i < hi; ++i) buf[filled++] = x[off[1] + i * step];
+                              for (int64_t i = lo; i < hi; ++i)
+                                buf[filled++] = x[off[1] + i * step];
                               ++r;
                             });
     return reduce_contiguous<Op>(buf, filled);
@@ -354,8 +355,9 @@ void reduce_columns(const Plan& p, const T* x, T* out) {
   // Tiles narrow enough for all S slots to stay in L1 read the rows in order (slot rows); wider
   // ones fold depth-first, reading each slot's rows in long runs.
   const bool slot_rows = !packed && S * tile * int64_t(sizeof(T)) <= 32768;
-  const int64_t scratch =
-      packed ? S * len : slot_rows ? S * tile : int64_t(std::bit_width(uint64_t(S))) * tile;
+  const int64_t scratch = packed      ? S * len
+                          : slot_rows ? S * tile
+                                      : int64_t(std::bit_width(uint64_t(S))) * tile;
 
   // The slot fold as a depth-first walk: node (i, h) = op(node(i, 2h), node(i + h, 2h)), node
   // (i, S) being slot i, the combination of its rows in order (read in long runs across the
@@ -389,15 +391,16 @@ void reduce_columns(const Plan& p, const T* x, T* out) {
         combine_row<Op>(acc, x + offset_of(p, k, 1) + r * len, std::min(S, r1 - r) * len, 1);
     } else {
       int64_t r = r0;
-      detail::for_each_row<2>(p.shape, p.strides, k * rows + r0, k * rows + r1, [&](const auto& off) {
-        const T* row = x + off[1] + c0 * in_step;
-        T* slot = acc + (r - r0) % S * w;
-        if (r - r0 < S)
-          for (int64_t c = 0; c < w; ++c) slot[c] = row[c * in_step];
-        else
-          combine_row<Op>(slot, row, w, in_step);
-        ++r;
-      });
+      detail::for_each_row<2>(p.shape, p.strides, k * rows + r0, k * rows + r1,
+                              [&](const auto& off) {
+                                const T* row = x + off[1] + c0 * in_step;
+                                T* slot = acc + (r - r0) % S * w;
+                                if (r - r0 < S)
+                                  for (int64_t c = 0; c < w; ++c) slot[c] = row[c * in_step];
+                                else
+                                  combine_row<Op>(slot, row, w, in_step);
+                                ++r;
+                              });
     }
     for (int64_t h = S / 2; h >= 1; h /= 2)
       for (int64_t i = 0; i < h && i + h < used; ++i)

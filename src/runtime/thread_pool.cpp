@@ -116,16 +116,6 @@ struct Job {
   }
 };
 
-// The cores this process may run on, read once: chunk_count asks on every parallel_for.
-int cores() {
-  static const int count = [] {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  }();
-  return count;
-}
-
 int default_threads() {
   for (const char* var : {"LANES_NUM_THREADS", "OMP_NUM_THREADS"}) {
     if (const char* v = std::getenv(var)) {
@@ -265,6 +255,16 @@ Pool& pool() {
 }
 
 }  // namespace
+
+// Read once: chunk_count asks on every parallel_for.
+int cores() {
+  static const int count = [] {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }();
+  return count;
+}
 
 int pool_threads() { return pool().threads(); }
 

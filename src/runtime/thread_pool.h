@@ -32,6 +32,10 @@ void set_pool_threads(int n);
 /// first exception a chunk threw (the chunks not yet started are skipped).
 void run_chunks(int64_t n, int64_t chunks, const ChunkFn& fn);
 
+/// The cores this process may run on (its affinity mask at start). Kernels that plan their work
+/// by the machine plan by this, never by num_threads(), so results do not depend on the threads.
+int cores();
+
 /// The most chunks a parallel_for splits into: 4 per core this process may run on, fixed at
 /// start (set_num_threads does not change it, so chunk boundaries do not depend on threads).
 int64_t max_chunks();
