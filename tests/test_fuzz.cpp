@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -523,6 +525,52 @@ bool run_seed(uint64_t seed) {
   return failed_parts() == before;
 }
 
+// ---- the same bits everywhere (lanes/determinism.h) --------------------------------------------
+
+// Bits, not values (-0.0 and NaN payloads count).
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.raw_data(), y.raw_data(), size_t(x.numel()) * lanes::dtype_size(x.dtype())) ==
+         0;
+}
+
+// With batch invariance on: the per-example loop's bits under every cond and loop strategy, chunk
+// sizes 1, 2, B - 1 and B, 1 and 2 threads, eager and compiled. Off: the same bits on repeated
+// calls and at 1 and 2 threads.
+void check_same_bits(const Program& p) {
+  const Tensor xs = stacked(p.examples, p.example, p.dtype, p.in_axis);
+  auto f = [&p](const Tensor& x) { return p.run(x); };
+  auto with = [&](lanes::CondStrategy c, lanes::LoopStrategy l, std::optional<int64_t> chunk) {
+    lanes::VmapOptions o;
+    o.cond = c, o.loop = l, o.chunk_size = chunk;
+    return lanes::vmap(f, p.in_axis, 0, o);
+  };
+  using C = lanes::CondStrategy;
+  using L = lanes::LoopStrategy;
+  const int64_t batch = int64_t(p.examples.size());
+  const Tensor first = with(C::Auto, L::Auto, {})(xs);  // invariance off
+  lanes::set_num_threads(1);
+  EXPECT_TRUE(same_bits(with(C::Auto, L::Auto, {})(xs), first)) << "1 thread";
+  lanes::set_num_threads(2);
+  EXPECT_TRUE(same_bits(with(C::Auto, L::Auto, {})(xs), first)) << "a second call";
+  lanes::set_batch_invariant(true);
+  std::vector<Tensor> loop;  // the per-example loop, its products in the invariant order too
+  for (const Tensor& x : p.examples) loop.push_back(p.run(x));
+  const Tensor y0 = p.run(p.probe);
+  const Tensor want = stacked(loop, y0.shape(), y0.dtype(), 0);
+  for (C c : {C::Auto, C::Select, C::Partition})
+    for (L l : {L::Auto, L::Mask, L::Compact})
+      EXPECT_TRUE(same_bits(with(c, l, {})(xs), want)) << "strategies " << int(c) << int(l);
+  for (int64_t chunk : {int64_t{1}, int64_t{2}, batch - 1, batch})
+    if (chunk >= 1) EXPECT_TRUE(same_bits(with(C::Auto, L::Auto, chunk)(xs), want)) << chunk;
+  lanes::set_num_threads(1);
+  EXPECT_TRUE(same_bits(with(C::Auto, L::Auto, {})(xs), want)) << "1 thread";
+  lanes::set_num_threads(2);
+  EXPECT_TRUE(same_bits(lanes::compile(with(C::Auto, L::Auto, {}))(xs), want)) << "compiled";
+  lanes::set_batch_invariant(false);
+}
+
 TEST(Fuzz, StepsAreOpTableOps) {
   std::set<std::string> table;
   for (const OpRow& row : op_table()) table.insert(row.op);
@@ -531,6 +579,24 @@ TEST(Fuzz, StepsAreOpTableOps) {
     std::vector<Tensor> loop;
     for (const Step& s : generate(seed, loop).steps)
       EXPECT_TRUE(table.count(s.op) || control.count(s.op)) << s.op << " is not in the op table";
+  }
+}
+
+// Every fixed seed would take 15 more evaluations each: a slice of them.
+TEST(Fuzz, SameBitsUnderEveryStrategyChunkAndThreadCount) {
+  int failures = 0;
+  for (uint64_t seed = settings.first; seed < settings.last && failures < 5; seed += 5) {
+    std::vector<Tensor> loop;
+    const Program p = generate(seed, loop);
+    SCOPED_TRACE(p.str());
+    const int before = failed_parts();
+    try {
+      check_same_bits(p);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "threw " << e.what();
+    }
+    lanes::set_batch_invariant(false);
+    failures += failed_parts() != before;
   }
 }
 

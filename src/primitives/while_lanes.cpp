@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 
 #include "lanes/ops.h"
 
@@ -28,8 +27,6 @@ GraphPtr lane_step(const Graph& cond, const Graph& body, size_t n_carry) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Per lane, the bytes of the carries and of the mapped consts: what a compaction moves and keeps.
 struct LaneBytes {
   double carry = 0, consts = 0;
@@ -40,26 +37,23 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
          a.dtype() == b.dtype() && a.shape() == b.shape() && a.strides() == b.strides();
 }
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 // When to gather the running lanes into a smaller working set.
 // - Memory, for every strategy that compacts: after the first compaction the whole batch's result
 //   stays beside the new working set, the step's output and the running lanes' mapped consts. It
 //   happens only once that fits in 1.2x of what the masked loop holds (its carries in and out and
 //   the mapped consts it reads), so compacting never costs much more memory than masking.
 // - Compact: whenever a quarter of the working set has finished.
-// - Auto, ski rental: the time each step spends on finished lanes adds up, and the loop compacts
-//   once that idle time reaches what compacting would cost (the bytes it moves at the speed
-//   measured on earlier compactions). Masking then never wastes more than compaction would have
-//   cost, and compacting never costs more than masking had already wasted: a Newton solve whose
-//   lanes finish close together stays masked, a Mandelbrot set whose lanes escape early compacts
-//   early.
+// - Auto, ski rental: the work each step spends on finished lanes adds up, and the loop compacts
+//   once that idle work reaches what compacting would cost (the bytes it moves). Masking then
+//   never wastes more than compaction would have cost, and compacting never costs more than
+//   masking had already wasted: a Newton solve whose lanes finish close together stays masked, a
+//   Mandelbrot set whose lanes escape early compacts early. Both sides are estimates from the
+//   graph and the shapes, never clocks: the choice, and so the result's bits, depend on the
+//   inputs alone (lanes/determinism.h), not on what else the machine is doing.
 class Compaction {
  public:
-  Compaction(LoopStrategy strategy, LaneBytes bytes, int64_t lanes)
-      : strategy_(strategy), bytes_(bytes), lanes_(double(lanes)) {}
+  Compaction(LoopStrategy strategy, LaneBytes bytes, int64_t lanes, double step_work)
+      : strategy_(strategy), bytes_(bytes), lanes_(double(lanes)), step_work_(step_work) {}
 
   bool wanted(int64_t real, int64_t running, int64_t width, int64_t to, bool first) const {
     if (strategy_ == LoopStrategy::Mask || to >= width) return false;
@@ -73,28 +67,19 @@ class Compaction {
     return double(real) + (first ? 0.0 : double(real - running) * bytes_.carry) +
            double(to) * (bytes_.carry + bytes_.consts);
   }
-  void stepped(double seconds, int64_t width, int64_t running) {
-    idle_ += seconds * double(width - running) / double(width);
+  // A step over `width` lanes of which `running` still run.
+  void stepped(int64_t width, int64_t running) {
+    idle_ += kSecondsPerElement * step_work_ * double(width - running);
   }
-  void compacted(double seconds, double bytes) {
-    idle_ = 0;
-    const double per_byte = std::max(0.0, seconds - kFixed) / std::max(bytes, 1.0);
-    std::atomic<double>& s = seconds_per_byte();
-    s.store(0.75 * s.load(std::memory_order_relaxed) + 0.25 * per_byte, std::memory_order_relaxed);
-  }
+  void compacted() { idle_ = 0; }
 
  private:
-  // A compaction's fixed cost (a few allocations and index vectors) and, until compactions have
-  // been measured in this process, its cost per byte: both measured on this machine (2-core Zen 4,
-  // 65536 Newton lanes, ~6 us and ~0.1 ns per byte).
-  static constexpr double kFixed = 6e-6;
-  static std::atomic<double>& seconds_per_byte() {
-    static std::atomic<double> s{0.1e-9};
-    return s;
-  }
-  double cost(double bytes) const {
-    return kFixed + bytes * seconds_per_byte().load(std::memory_order_relaxed);
-  }
+  // A compaction's fixed cost (a few allocations and index vectors) and cost per byte, and a
+  // step's cost per element of its work (detail::work_of of the per-lane step): measured on a
+  // 2-core Zen 4 with 65536 Newton lanes (~6 us, ~0.1 ns per byte; the step ~0.3 ns per element
+  // at 2 threads). Only where Auto switches depends on them, never a value.
+  static constexpr double kFixed = 6e-6, kSecondsPerByte = 0.1e-9, kSecondsPerElement = 0.3e-9;
+  double cost(double bytes) const { return kFixed + bytes * kSecondsPerByte; }
   bool fits(int64_t to) const {
     const double masked = lanes_ * (2 * bytes_.carry + bytes_.consts);
     return lanes_ * bytes_.carry + double(to) * (2 * bytes_.carry + bytes_.consts) <= 1.2 * masked;
@@ -102,7 +87,7 @@ class Compaction {
 
   LoopStrategy strategy_;
   LaneBytes bytes_;
-  double lanes_, idle_ = 0;
+  double lanes_, step_work_, idle_ = 0;
 };
 
 class LaneLoop {
@@ -116,7 +101,7 @@ class LaneLoop {
         work_(std::make_move_iterator(in.begin()),
               std::make_move_iterator(in.begin() + int64_t(n_carry))),
         consts_(in.begin() + int64_t(n_carry), in.end()),
-        policy_(lanes.options.loop, lane_bytes(), lanes.size) {}
+        policy_(lanes.options.loop, lane_bytes(), lanes.size, detail::work_of(step.graph())) {}
 
   std::vector<Tensor> run() {
     const int64_t B = lanes_.size;
@@ -135,13 +120,10 @@ class LaneLoop {
       if (running == 0) break;
       const int64_t to = std::min(width_, detail::lane_bucket(running));
       if (policy_.wanted(real_, running, width_, to, result_.empty())) {
-        const Clock::time_point t = Clock::now();
-        const double bytes = policy_.moved(real_, running, to, result_.empty());
         compact(p, running, to);
-        policy_.compacted(seconds_since(t), bytes);
+        policy_.compacted();
         pred = lanes::full({to}, 1.0, DType::Bool);
       }
-      const Clock::time_point t = Clock::now();
       std::vector<Tensor> args = with_consts();
       args.push_back(std::move(pred));
       std::vector<Tensor> out = step_.run(width_, args);
@@ -149,7 +131,7 @@ class LaneLoop {
       pred = std::move(out.back());
       out.pop_back();
       work_ = std::move(out);
-      policy_.stepped(seconds_since(t), width_, running);
+      policy_.stepped(width_, running);
     }
     if (result_.empty()) return std::move(work_);  // never compacted: every lane in place
     std::vector<int64_t> rows(static_cast<size_t>(real_));
