@@ -531,8 +531,8 @@ bool run_seed(uint64_t seed) {
 bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
   const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(), size_t(x.numel()) * lanes::dtype_size(x.dtype())) ==
-         0;
+  return std::memcmp(x.raw_data(), y.raw_data(),
+                     size_t(x.numel()) * lanes::dtype_size(x.dtype())) == 0;
 }
 
 // With batch invariance on: the per-example loop's bits under every cond and loop strategy, chunk
