@@ -128,14 +128,14 @@ TEST(ReduceKernels, NanInTheFirstRowsOfAColumnReductionWins) {
 
 namespace {
 
-// The batch-invariant order, written out: passes of 256 k's, each an FMA chain from 0, the
+// The batch-invariant order, written out: passes of 256 k's, each an FMA chain from -0, the
 // passes' sums added in order (src/kernels/gemm_in_order.h).
 template <class T>
 T in_order(const std::vector<T>& a, const std::vector<T>& b, int64_t i, int64_t j, int64_t n,
            int64_t k) {
   T c = 0;
   for (int64_t p0 = 0; p0 < k; p0 += 256) {
-    T pass = 0;
+    T pass = T(-0.0);
     for (int64_t p = p0; p < std::min(k, p0 + 256); ++p)
       pass = std::fma(a[size_t(i * k + p)], b[size_t(p * n + j)], pass);
     c = p0 == 0 ? pass : c + pass;

@@ -1,8 +1,10 @@
 // What lanes promises about the bits of a result (README, "Reproducible results").
 //
 // Always: the same function on the same inputs gives the same bits on every call and at every
-// thread count, compiled or not; no kernel's result depends on timing or on how the threads
+// thread count, eager or compiled; no kernel's result depends on timing or on how the threads
 // split the work, and LoopStrategy::Auto and CondStrategy::Auto decide from the inputs alone.
+// (compile's rewrites that reassociate sums, the product-norm rewrite and sums of outer products
+// folded into one product, may round differently from the eager ops they replace.)
 //
 // With batch invariance on (set_batch_invariant(true), or LANES_BATCH_INVARIANT=1 in the
 // environment): also vmap(f)(xs)[i] == f(xs[i]) bit for bit, and the same bits under every

@@ -7,6 +7,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "lanes/parallel.h"
@@ -17,9 +18,7 @@ namespace {
 
 template <class T>
 using Vec = xsimd::batch<T>;
-// k per pass: a panel (kDepth x its width) stays in L1/L2. Part of the order (gemm_in_order.h):
-// changing it changes results.
-constexpr int64_t kDepth = 256;
+constexpr int64_t kDepth = kInOrderPass;  // a panel (kDepth x its width) stays in L1/L2
 constexpr int64_t kBlockRows = 96;  // rows per job: their slice of A stays in L2
 
 /// Columns [j0, j0 + w) of rows [p0, p0 + d) of b as a dense (d x width) panel, zero-padded.
@@ -54,7 +53,7 @@ void tile(const T* a, int64_t ars, int64_t acs, const T* panel, int64_t d, bool 
   constexpr int64_t W = Vc::size, P = V * W;
   Vc c[R][V];
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) c[r][v] = Vc(T(0));
+    for (int v = 0; v < V; ++v) c[r][v] = Vc(T(-0.0));  // fma(a, b, -0) == a * b
   for (int64_t p = 0; p < d; ++p) {
     Vc b[V];
     for (int v = 0; v < V; ++v) b[v] = Vc::load_aligned(panel + p * P + v * W);
@@ -141,17 +140,24 @@ void gemm_in_order(int64_t m, int64_t n, int64_t k, Strided<const T> a, Strided<
                    Strided<T> c, bool accumulate) {
   constexpr int64_t W = Vec<T>::size;
   if (m == 0 || n == 0) return;
-  // A matrix-vector product: C^T = B^T A^T packs A instead (the same chains), so its rows fill
-  // the SIMD lanes.
-  if (n < W / 2 && m >= W)
-    return gemm_in_order<T>(n, m, k, {b.data, b.cols, b.rows}, {a.data, a.cols, a.rows},
-                            {c.data, c.cols, c.rows}, accumulate);
-  if (k == 0) {
-    if (accumulate) return;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c.data[i * c.rows + j * c.cols] = T(0);
+  auto at = [&](int64_t i, int64_t j) -> T& { return c.data[i * c.rows + j * c.cols]; };
+  if (k <= 1) {  // no sum: the chain is its first step, the plain product (an outer product)
+    parallel_for(m, std::max<int64_t>(1, 32768 / n), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const T ai = k == 0 ? T(0) : a.data[i * a.rows];
+        for (int64_t j = 0; j < n; ++j) {
+          const T pass = k == 0 ? T(0) : ai * b.data[j * b.cols];
+          at(i, j) = accumulate ? (k == 0 ? at(i, j) : at(i, j) + pass) : pass;
+        }
+      }
+    });
     return;
   }
+  // A few columns (a matrix-vector product): interleaved scalar chains, a row of A each.
+  if (n < W / 2)
+    return chains<T>(m * n, k, a.cols, b.rows, accumulate, [&](int64_t o) {
+      return Chain<T>{a.data + o / n * a.rows, b.data + o % n * b.cols, &at(o / n, o % n)};
+    });
   if (n <= W)
     run<1>(m, n, k, a, b, c, accumulate);
   else

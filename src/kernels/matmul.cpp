@@ -160,6 +160,20 @@ void in_order_batched(const Operand& a, const Operand& b, int64_t batch, T* out)
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
   const double flops = 2.0 * double(m) * double(n) * double(k);
+  if (m * n <= 16 && k > 1) {  // tiny products (batched dots): every output of the batch at once
+    std::vector<int64_t> a_at(static_cast<size_t>(batch)), b_at(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i) a_at[i] = batch_offset(a, i), b_at[i] = batch_offset(b, i);
+    const int64_t per = m * n;
+    parallel_for(batch * per, std::max<int64_t>(8, 32768 / k), [&](int64_t begin, int64_t end) {
+      chains<T>(end - begin, k, a.m.cols.stride, b.m.rows.stride, false, [&](int64_t o) {
+        const int64_t g = begin + o, i = g / per, r = g % per / n, c = g % n;
+        return Chain<T>{pa + a_at[i] + r * a.m.rows.stride, pb + b_at[i] + c * b.m.cols.stride,
+                        out + g};
+      });
+    });
+    g_gemm_calls += batch;
+    return;
+  }
   parallel_for(batch, std::max<int64_t>(1, int64_t(2e5 / std::max(flops, 1.0))),
                [&](int64_t begin, int64_t end) {
                  for (int64_t i = begin; i < end; ++i)
@@ -475,8 +489,12 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
   // needs it in the rhs rows.
   // Batch-invariant products (lanes/determinism.h) read any strides too.
   const bool in_order = is_floating(lhs.dtype()) && batch_invariant();
-  const bool small = is_floating(lhs.dtype()) && !in_order && (m == 1 || n == 1 || k == 1);
+  // Outer products (K == 1, M and N > 1: matmul_small's run_outer) are the same in both, each
+  // element the plain product.
+  const bool small = is_floating(lhs.dtype()) &&
+                     (in_order ? k == 1 && m > 1 && n > 1 : m == 1 || n == 1 || k == 1);
   const bool blas = is_floating(lhs.dtype()) && !small && !in_order;
+  const bool chained = in_order && !small;
   const bool unit_cols = !is_floating(lhs.dtype());
   check(!blas || std::max({m, n, k}) <= INT_MAX, "dot_general: GEMM of ", m, " x ", k, " by ", k,
         " x ", n, " is too large for BLAS's int sizes");
@@ -524,7 +542,7 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_floating_point_v<T>)
       int_matmul<T>(a, b, batch, out.mutable_data<T>());
-    else if (in_order)
+    else if (chained)
       in_order_batched<T>(a, b, batch, out.mutable_data<T>());
     else if (small)
       small_batched<T>(a, b, batch, out.mutable_data<T>());
