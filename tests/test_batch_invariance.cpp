@@ -165,6 +165,31 @@ void expect_products_in_order() {
   lanes::set_batch_invariant(false);
 }
 
+// A large product with the identity skips the GEMM only where the chains would give the other
+// factor's values exactly (finite, no zeros); with zeros it runs the chains.
+TEST(BatchInvariantProducts, IdentityFactorsGiveTheChainsBits) {
+  lanes::set_batch_invariant(true);
+  const int64_t n = 192;
+  std::vector<double> eye(size_t(n * n), 0.0), x(size_t(n * n));
+  for (int64_t i = 0; i < n; ++i) eye[size_t(i * n + i)] = 1.0;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (double& v : x) v = u(rng);
+  for (bool zeros : {false, true}) {
+    if (zeros) x[5] = -0.0, x[700] = 0.0;
+    const auto got =
+        lanes::matmul(lanes::tensor(eye, {n, n}), lanes::tensor(x, {n, n})).to_vector<double>();
+    int64_t differ = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double want = in_order(eye, x, i, j, n, n), g = got[size_t(i * n + j)];
+        differ += std::memcmp(&want, &g, sizeof g) != 0;
+      }
+    EXPECT_EQ(differ, 0) << "zeros " << zeros;
+  }
+  lanes::set_batch_invariant(false);
+}
+
 TEST(BatchInvariantProducts, FollowThePassOrderFloat32) { expect_products_in_order<float>(); }
 TEST(BatchInvariantProducts, FollowThePassOrderFloat64) { expect_products_in_order<double>(); }
 

@@ -19,7 +19,7 @@ namespace {
 template <class T>
 using Vec = xsimd::batch<T>;
 constexpr int64_t kDepth = kInOrderPass;  // a panel (kDepth x its width) stays in L1/L2
-constexpr int64_t kBlockRows = 96;  // rows per job: their slice of A stays in L2
+constexpr int64_t kBlockRows = 96;        // rows per job: their slice of A stays in L2
 
 /// Columns [j0, j0 + w) of rows [p0, p0 + d) of b as a dense (d x width) panel, zero-padded.
 template <class T>
@@ -153,7 +153,12 @@ void gemm_in_order(int64_t m, int64_t n, int64_t k, Strided<const T> a, Strided<
     });
     return;
   }
-  // A few columns (a matrix-vector product): interleaved scalar chains, a row of A each.
+  // A few columns (3 to W / 2) and many rows: C^T = B^T A^T packs A instead (the same chains),
+  // so the rows fill the SIMD lanes. Fewer (a matrix-vector product), or few rows: interleaved
+  // scalar chains, which cost less than packing A would.
+  if (n < W / 2 && n > 2 && m >= 4 * W)
+    return gemm_in_order<T>(n, m, k, {b.data, b.cols, b.rows}, {a.data, a.cols, a.rows},
+                            {c.data, c.cols, c.rows}, accumulate);
   if (n < W / 2)
     return chains<T>(m * n, k, a.cols, b.rows, accumulate, [&](int64_t o) {
       return Chain<T>{a.data + o / n * a.rows, b.data + o % n * b.cols, &at(o / n, o % n)};

@@ -1,9 +1,10 @@
 // Products whose every element is computed in one order fixed by K alone: the contraction in
 // passes of 256 k's, each pass one FMA chain (c = fma(a_ik, b_kj, c) for its k's in order, from
-// c = -0, so its first step is the plain product a * b), the passes' sums added in order. So C[i, j] depends on row i of A, column j of B and
-// nothing else: not on M or N, the layouts, the blocking or the threads, and a product gives the
-// same bits for one example as for a batch of them (batch invariance, lanes/determinism.h). The
-// passes keep float32 sums of long contractions as accurate as a blocked BLAS's.
+// c = -0, so its first step is the plain product a * b), the passes' sums added in order. So C[i,
+// j] depends on row i of A, column j of B and nothing else: not on M or N, the layouts, the
+// blocking or the threads, and a product gives the same bits for one example as for a batch of them
+// (batch invariance, lanes/determinism.h). The passes keep float32 sums of long contractions as
+// accurate as a blocked BLAS's.
 //
 // OpenBLAS and libxsmm give no such promise and measurably break it: on this machine OpenBLAS
 // 0.3.21's row i of an (M x N) product differs from the (1 x N) product of row i in 338 of 1377

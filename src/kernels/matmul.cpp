@@ -260,26 +260,32 @@ bool is_identity(const T* p, const Matrix& m) {
 
 // Whether the n values from p, `step` apart, are all finite: no value has all exponent bits set,
 // so the largest masked exponent is below the all-ones one (std::isfinite stays scalar).
+// With `nonzero`, also whether none is +-0: the smallest magnitude's bits are not 0.
 template <class T>
-bool all_finite(const T* p, int64_t step, int64_t n) {
+bool all_finite(const T* p, int64_t step, int64_t n, bool nonzero) {
   constexpr Bits<T> kExponent =
       sizeof(T) == 4 ? Bits<T>(0x7f800000u) : Bits<T>(0x7ff0000000000000ull);
-  Bits<T> largest = 0;
-  for (int64_t j = 0; j < n; ++j)
-    largest = std::max<Bits<T>>(largest, bits_at(p + j * step) & kExponent);
-  return largest != kExponent;
+  constexpr Bits<T> kMagnitude = Bits<T>(~Bits<T>(0)) >> 1;
+  Bits<T> largest = 0, smallest = kMagnitude;
+  for (int64_t j = 0; j < n; ++j) {
+    const Bits<T> b = bits_at(p + j * step);
+    largest = std::max<Bits<T>>(largest, b & kExponent);
+    smallest = std::min<Bits<T>>(smallest, b & kMagnitude);
+  }
+  return largest != kExponent && (!nonzero || smallest != 0);
 }
 
 // Whether every entry of the matrix at p is finite, read in memory order.
 template <class T>
-bool all_finite(const T* p, const Matrix& m) {
+bool all_finite(const T* p, const Matrix& m, bool nonzero) {
   const bool by_rows = std::abs(m.cols.stride) <= std::abs(m.rows.stride);
   const Dim inner = by_rows ? m.cols : m.rows, outer = by_rows ? m.rows : m.cols;
   std::atomic<bool> finite{true};
   parallel_for(outer.size, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner.size)),
                [&](int64_t begin, int64_t end) {
                  for (int64_t i = begin; i < end && finite; ++i)
-                   if (!all_finite(p + i * outer.stride, inner.stride, inner.size)) finite = false;
+                   if (!all_finite(p + i * outer.stride, inner.stride, inner.size, nonzero))
+                     finite = false;
                });
   return finite;
 }
@@ -291,15 +297,18 @@ Tensor matrix_view(const Operand& op, const Shape& shape) {
 
 // a @ b when a large product with no batch dims has the identity as a factor: a view of the other
 // factor, unless it holds an inf or NaN, whose products with the identity's zeros IEEE makes NaN
-// (the GEMM then runs after all, for exact semantics).
+// (the GEMM then runs after all, for exact semantics). Batch-invariant products (`in_order`)
+// also need the other factor free of zeros: the chain of every element is then exactly its
+// value, while a zero's sign would come out of the chain's sums of zeros.
 template <class T>
-std::optional<Tensor> identity_product(const Operand& a, const Operand& b, const Shape& shape) {
+std::optional<Tensor> identity_product(const Operand& a, const Operand& b, const Shape& shape,
+                                       bool in_order) {
   const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(b.m.cols.size);
   if (flops < 4e6 || shape.size() != 2) return {};  // ~128^3: below, a GEMM costs no more
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
-  if (is_identity(pa, a.m) && all_finite(pb, b.m)) return matrix_view(b, shape);
-  if (is_identity(pb, b.m) && all_finite(pa, a.m)) return matrix_view(a, shape);
+  if (is_identity(pa, a.m) && all_finite(pb, b.m, in_order)) return matrix_view(b, shape);
+  if (is_identity(pb, b.m) && all_finite(pa, a.m, in_order)) return matrix_view(a, shape);
   return {};
 }
 
@@ -531,10 +540,11 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
   int64_t batch = 1;
   for (int64_t d : lb) batch *= lhs.shape()[d];
   std::optional<Tensor> view;  // checked before the output is allocated: it may not be needed
-  if (blas && lb.empty())
+  if ((blas || chained) && lb.empty())
     visit_dtype(lhs.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (std::is_floating_point_v<T>) view = identity_product<T>(a, b, out_shape);
+      if constexpr (std::is_floating_point_v<T>)
+        view = identity_product<T>(a, b, out_shape, in_order);
     });
   if (view) return *view;
   Tensor out = Tensor::empty(out_shape, lhs.dtype());
