@@ -3,8 +3,9 @@
 //   loop bodies must return the structure they were given, or a lanes::Error names both sides
 //   (leaves used to be matched by position, silently);
 // - undefined tensors: the error names the op and the argument;
-// - collectives inside a while_loop whose lanes stop on their own (items 2 and 3): the documented
-//   "sits inside a cond, while_loop or scan" message, not "unknown axis name".
+// - collectives inside a while_loop whose lanes stop on their own: over the vmap's own axis the
+//   documented "sits inside a cond, while_loop or scan" message (item 3); over an outer axis, in
+//   an operand or carry, they work (item 2).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -194,9 +195,9 @@ TEST(CollectivesInLaneLoops, OwnAxisGivesTheDocumentedMessage) {
       {"psum over axis 'b' sits inside a cond, while_loop or scan", "outside the control"});
 }
 
-// An outer axis reaching the body as a carry is refused with a message that says what works; a
-// captured outer value works (each inner lane adds psum(w) = 3 until it reaches 10).
-TEST(CollectivesInLaneLoops, OuterAxisCarryIsNamedAndCapturedWorks) {
+// An outer axis reaching the body as a carry (issue 26, item 2): each inner lane adds
+// psum(w) = 3 until it reaches 10, as it does when w is captured.
+TEST(CollectivesInLaneLoops, OuterAxisInACarryOrCapturedWorks) {
   lanes::VmapOptions o;
   o.axis_name = "outer";
   using Carry = std::pair<Tensor, Tensor>;
@@ -211,11 +212,6 @@ TEST(CollectivesInLaneLoops, OuterAxisCarryIsNamedAndCapturedWorks) {
   auto carried = [&](const Tensor& w) {
     return lanes::vmap(as_carry, lanes::in_axes(0, lanes::none))(f64({1, 5}), w);
   };
-  expect_error(
-      [&] {
-        return lanes::vmap(carried, 0, 0, o)(f64({1, 2}));
-      },
-      {"psum over axis 'outer'", "an inner vmap batches", "captured"});
   auto captured = [&](const Tensor& w) {
     auto inner = [&](const Tensor& x) {
       return lanes::while_loop([](const Tensor& c) { return c < 10.0; },
@@ -223,8 +219,72 @@ TEST(CollectivesInLaneLoops, OuterAxisCarryIsNamedAndCapturedWorks) {
     };
     return lanes::vmap(inner)(f64({1, 5}));
   };
-  const Tensor y = lanes::vmap(captured, 0, 0, o)(f64({1, 2}));
-  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{10, 11, 10, 11}));
+  const std::vector<double> want{10, 11, 10, 11};
+  for (lanes::LoopStrategy s :
+       {lanes::LoopStrategy::Auto, lanes::LoopStrategy::Mask, lanes::LoopStrategy::Compact}) {
+    o.loop = s;
+    EXPECT_EQ(lanes::vmap(carried, 0, 0, o)(f64({1, 2})).to_vector<double>(), want) << int(s);
+    EXPECT_EQ(lanes::vmap(captured, 0, 0, o)(f64({1, 2})).to_vector<double>(), want) << int(s);
+  }
+}
+
+// The trip count differs along the outer axis too: an inner lane runs while any of its outer
+// examples does, the finished ones keeping their carry, and psum sees every outer example's
+// carry at each step (jax's masked loop). Reference: that lockstep loop, written out.
+TEST(CollectivesInLaneLoops, OuterAxisWithPerOuterTripCounts) {
+  lanes::VmapOptions o;
+  o.axis_name = "outer";
+  using Carry = std::pair<Tensor, Tensor>;
+  auto f = [](const Tensor& x, const Tensor& limit) {
+    return lanes::while_loop([](const Carry& c) { return c.first < c.second; },
+                             [](const Carry& c) {
+                               return Carry(c.first + 1.0 + lanes::psum(c.first, "outer") * 0.01,
+                                            c.second);
+                             },
+                             Carry(x, limit))
+        .first;
+  };
+  const std::vector<double> xs{0, 2}, limits{3, 6};  // inner lanes; outer examples
+  auto inner = [&](const Tensor& limit) {
+    return lanes::vmap(f, lanes::in_axes(0, lanes::none))(f64(xs), limit);
+  };
+  const Tensor got = lanes::vmap(inner, 0, 0, o)(f64(limits));
+  std::vector<double> want(4);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    std::vector<double> c{xs[i], xs[i]};  // this inner lane's carry in each outer example
+    while (c[0] < limits[0] || c[1] < limits[1]) {
+      const double total = c[0] + c[1];
+      for (size_t e = 0; e < 2; ++e)
+        if (c[e] < limits[e]) c[e] = c[e] + 1.0 + total * 0.01;
+    }
+    want[i] = c[0], want[2 + i] = c[1];
+  }
+  const auto g = got.to_vector<double>();
+  for (size_t k = 0; k < 4; ++k) EXPECT_NEAR(g[k], want[k], 1e-12) << k;
+}
+
+// The issue's cond: the outer value reaches the branch as an operand.
+TEST(CollectivesInLaneConds, OuterAxisInAnOperandWorks) {
+  lanes::VmapOptions o;
+  o.axis_name = "outer";
+  auto f = [](const Tensor& x, const Tensor& w) {
+    return lanes::cond(
+        x[0] > 0.0, [](const Tensor& v, const Tensor& ww) { return v * lanes::psum(ww, "outer"); },
+        [](const Tensor& v, const Tensor&) { return v; }, x, w);
+  };
+  const Tensor xs = lanes::tensor(std::vector<double>{1, 2, -1, 3, 4, 5}, {3, 2});
+  auto inner = [&](const Tensor& w) {
+    return lanes::vmap(f, lanes::in_axes(0, lanes::none))(xs, w);
+  };
+  for (lanes::CondStrategy s :
+       {lanes::CondStrategy::Auto, lanes::CondStrategy::Select, lanes::CondStrategy::Partition}) {
+    o.cond = s;
+    const Tensor got = lanes::vmap(inner, 0, 0, o)(f64({1, 2}));  // psum(w) = 3
+    const std::vector<double> lanes{3, 6, -1, 3, 12, 15};
+    std::vector<double> want = lanes;
+    want.insert(want.end(), lanes.begin(), lanes.end());
+    EXPECT_EQ(got.to_vector<double>(), want) << int(s);
+  }
 }
 
 }  // namespace

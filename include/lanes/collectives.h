@@ -20,7 +20,10 @@
 //
 // Limitation: a collective over the axis of a vmap cannot sit inside a cond, while_loop or scan
 // that this vmap batches (its lanes may be partitioned or masked there); compute it outside the
-// control flow. A collective naming an axis of an outer vmap is fine there.
+// control flow. A collective naming an axis of an outer vmap is fine there, captured or as an
+// operand or carry: the outer examples of an inner lane run it in step (a loop while any of them
+// runs, the finished ones keeping their carry), unless which cond branch a lane takes differs
+// along that axis too (a lanes::Error).
 #pragma once
 
 #include <cstdint>

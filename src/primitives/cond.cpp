@@ -240,8 +240,41 @@ std::string Cond::explain_lanes(int64_t size) const {
          "the lanes each takes)";
 }
 
+// A lane node under an outer vmap whose branches hold a collective over that vmap's axis: the
+// node keeps its own lanes, and the branches are batched over the outer axis now, while its frame
+// is open (each lane's values hold every outer example). Every outer example of a lane takes the
+// lane's branch, so the collective combines values computed in step, as jax's would.
+std::vector<Batched> Cond::batch_outer_in_lanes(const std::vector<Batched>& in, int64_t size,
+                                                const Node& collective) const {
+  const std::string& axis = batching::current_options().axis_name;
+  check(!in[0].mapped(), collective.prim->name(), " over axis '", axis,
+        "' sits in a branch of a cond, and which branch a lane takes differs along '", axis,
+        "' too: compute it outside the cond");
+  const std::vector<Batched> operands(in.begin() + 1, in.end());
+  std::vector<bool> outer;
+  for (const Batched& b : operands) outer.push_back(b.mapped());
+  const std::vector<bool> all(branches_[0]->outputs.size(), true);
+  std::vector<detail::Closed> closed;
+  for (const GraphPtr& b : branches_)
+    closed.push_back(detail::batch_subgraph(*b, outer, size, all, /*lockstep=*/true).closed);
+  Widened w = widen_all(std::move(closed), outer_inside(operands, lanes_.mapped, outer, size));
+  std::vector<bool> lanes = lanes_.mapped;
+  lanes.resize(w.operands.size(), false);
+  std::vector<Tensor> args{in[0].value};
+  args.insert(args.end(), w.operands.begin(), w.operands.end());
+  const auto node =
+      std::make_shared<const Cond>(w.graphs, Lanes{lanes_.size, lanes, lanes_.options});
+  std::vector<Batched> out;
+  for (Tensor& y : lanes::bind(node, args)) out.push_back({std::move(y), 1});
+  return out;
+}
+
 std::vector<Batched> Cond::batch(const std::vector<Batched>& in, int64_t size) const {
   const std::vector<Batched> operands(in.begin() + 1, in.end());
+  const std::string& axis = batching::current_options().axis_name;
+  if (lanes_.on() && !axis.empty())
+    for (const GraphPtr& b : branches_)
+      if (const Node* c = collective_over(*b, axis)) return batch_outer_in_lanes(in, size, *c);
   if (lanes_.on()) {  // a lane node under another vmap: one lane dim of size * lanes
     std::vector<bool> inner = lanes_.mapped, mapped;
     std::vector<Tensor> args = merge_lanes({in[0]}, {true}, lanes_.size, size);

@@ -47,6 +47,35 @@ Tensor or_zeros(const Tensor& t, const TensorType& type) {
   return broadcast_to(scalar(0.0, type.dtype), type.shape);
 }
 
+const Node* collective_over(const Graph& g, const std::string& axis) {
+  for (const Node& n : g.nodes) {
+    const std::string* name = n.prim->axis_name();
+    if (name && *name == axis) return &n;
+    for (const auto& [label, sub] : n.prim->subgraphs())
+      if (const Node* c = collective_over(*sub, axis)) return c;
+  }
+  return nullptr;
+}
+
+std::vector<Tensor> outer_inside(const std::vector<Batched>& in, const std::vector<bool>& lanes,
+                                 const std::vector<bool>& outer, int64_t size) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int64_t at = lanes[i] ? 1 : 0;
+    if (in[i].mapped()) {
+      out.push_back(batching::move_batch_dim(in[i], at));
+    } else if (outer[i]) {
+      Tensor x = expand_dims(in[i].value, at);
+      Shape s = x.shape();
+      s[size_t(at)] = size;
+      out.push_back(broadcast_to(x, s));
+    } else {
+      out.push_back(in[i].value);
+    }
+  }
+  return out;
+}
+
 std::vector<Tensor> merge_lanes(const std::vector<Batched>& in, const std::vector<bool>& inner,
                                 int64_t size, int64_t size2) {
   std::vector<Tensor> out;

@@ -50,6 +50,8 @@ class Cond : public Primitive {
                           const std::vector<Tensor>& outputs) const override;
 
  private:
+  std::vector<Batched> batch_outer_in_lanes(const std::vector<Batched>& in, int64_t size,
+                                            const Node& collective) const;
   std::vector<Tensor> eval_lanes(const std::vector<Tensor>& in) const;
   std::vector<Tensor> select_lanes(const std::vector<Tensor>& ops,
                                    const std::vector<std::vector<int64_t>>& lanes) const;
@@ -90,6 +92,7 @@ class While : public Primitive {
   const Lanes& lanes() const { return lanes_; }
 
  private:
+  std::vector<Batched> batch_outer_in_lanes(const std::vector<Batched>& in, int64_t size) const;
   GraphPtr cond_, body_;
   size_t n_carry_;
   Lanes lanes_;
@@ -178,5 +181,14 @@ Tensor or_zeros(const Tensor& t, const TensorType& type);
 /// dims merged into one of size2 * size (the rule of a lane node under another vmap).
 std::vector<Tensor> merge_lanes(const std::vector<Batched>& in, const std::vector<bool>& inner,
                                 int64_t size, int64_t size2);
+
+/// The first collective over `axis` in g or its sub-graphs, or null.
+const Node* collective_over(const Graph& g, const std::string& axis);
+/// A lane node's operands under an outer vmap that keeps the node's own lanes (a collective over
+/// the outer axis sits in its sub-graphs): operand i with its lane dim first (when lanes[i]), then
+/// the outer batch dim (when the operand is mapped, or `outer[i]` asks for it: a broadcast view).
+/// So each lane's value of a mapped operand holds every outer example, outer dim first.
+std::vector<Tensor> outer_inside(const std::vector<Batched>& in, const std::vector<bool>& lanes,
+                                 const std::vector<bool>& outer, int64_t size);
 
 }  // namespace lanes::prim

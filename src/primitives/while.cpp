@@ -264,28 +264,76 @@ std::vector<Tensor> While::eval_consuming(std::vector<Tensor> in) const {
 
 namespace {
 
-// Lanes that stop on their own run the body on a changing set of lanes, so a collective there
-// has no well-defined set of values to combine (over this vmap's axis: the lanes still running?
-// over an outer axis: the outer lanes' carries at which step?). Say so, naming the collective,
-// instead of failing later in a replay of the body with "unknown axis name".
+// Lanes that stop on their own run the body on a changing set of lanes, so a collective over this
+// vmap's axis there has no well-defined set of values to combine (the lanes still running?). Say
+// so, naming the collective, instead of failing later in a replay of the body with "unknown axis
+// name". One over an outer axis is fine: the outer vmap batches this node in step
+// (batch_outer_in_lanes).
 void check_no_collective(const Graph& cond, const Graph& body) {
-  for (const Graph* g : {&cond, &body}) {
-    const Node* c = detail::find_collective(*g);
-    if (!c) continue;
-    const std::string& axis = *c->prim->axis_name();
-    const bool own = axis == batching::current_options().axis_name;
-    fail(c->prim->name(), " over axis '", axis, "' sits inside a cond, while_loop or scan that ",
-         own ? "the vmap of that axis batches"
-             : "an inner vmap batches (its lanes stop on their own)",
-         ", where its lanes may be partitioned or masked: compute it outside the control flow",
-         own ? "" : " (a value captured from outside the loop works)");
-  }
+  const std::string& axis = batching::current_options().axis_name;
+  if (axis.empty()) return;
+  for (const Graph* g : {&cond, &body})
+    if (const Node* c = collective_over(*g, axis))
+      fail(c->prim->name(), " over axis '", axis, "' sits inside a cond, while_loop or scan that ",
+           "the vmap of that axis batches, where its lanes may be partitioned or masked: compute "
+           "it outside the control flow");
 }
 
 }  // namespace
 
+// A lane node under an outer vmap whose cond or body holds a collective over that vmap's axis:
+// the node keeps its own lanes, and cond and body are batched over the outer axis now, while its
+// frame is open (each lane's carries hold every outer example). A lane then runs while any of its
+// outer examples does, the finished ones kept as they are, so the collective combines every
+// outer example's carry at each step, as jax's masked loop would.
+std::vector<Batched> While::batch_outer_in_lanes(const std::vector<Batched>& in,
+                                                 int64_t size) const {
+  const size_t nc = n_carry_;
+  std::vector<bool> outer;
+  for (const Batched& b : in) outer.push_back(b.mapped());
+  carry_fixpoint(*body_, nc, size, outer);
+  const bool per_example = detail::mapped_outputs(*cond_, outer, size)[0];
+  if (per_example) std::fill(outer.begin(), outer.begin() + int64_t(nc), true);
+  const std::vector<bool> carry_outer(outer.begin(), outer.begin() + int64_t(nc));
+  std::vector<detail::Closed> closed{
+      detail::batch_subgraph(*cond_, outer, size, {false}, /*lockstep=*/true).closed,
+      detail::batch_subgraph(*body_, outer, size, carry_outer, /*lockstep=*/true).closed};
+  const Widened w = widen_all(std::move(closed), outer_inside(in, lanes_.mapped, outer, size));
+  const GraphPtr pred = w.graphs[0], step = w.graphs[1];
+  const std::vector<TensorType> types = detail::input_types(*pred);
+  // With a predicate per outer example: run while any runs; keep the finished ones' carries.
+  auto cond = detail::trace_closed(types, [&](const std::vector<Tensor>& x) {
+    const Tensor p = eval_graph(*pred, x)[0];
+    return std::vector<Tensor>{per_example ? lanes::max(p, 0) : p};
+  });
+  auto body = detail::trace_closed(types, [&](const std::vector<Tensor>& x) {
+    std::vector<Tensor> next = eval_graph(*step, x);
+    if (!per_example) return next;
+    const Tensor p = eval_graph(*pred, x)[0];
+    for (size_t k = 0; k < nc; ++k) {
+      Shape s(size_t(next[k].ndim()), 1);
+      s[0] = size;
+      next[k] = where(reshape(p, s), next[k], x[k]);
+    }
+    return next;
+  });
+  const Widened v = widen_all({std::move(cond), std::move(body)}, w.operands);
+  std::vector<bool> lanes = lanes_.mapped;
+  lanes.resize(v.operands.size(), false);
+  const auto node = std::make_shared<const While>(v.graphs[0], v.graphs[1], nc,
+                                                  Lanes{lanes_.size, lanes, lanes_.options});
+  std::vector<Batched> out;
+  const std::vector<Tensor> ys = lanes::bind(node, v.operands);
+  for (size_t k = 0; k < nc; ++k) out.push_back({ys[k], carry_outer[k] ? 1 : kNotMapped});
+  return out;
+}
+
 std::vector<Batched> While::batch(const std::vector<Batched>& in, int64_t size) const {
   const size_t nc = n_carry_;
+  const std::string& axis = batching::current_options().axis_name;
+  if (lanes_.on() && !axis.empty() &&
+      (collective_over(*cond_, axis) || collective_over(*body_, axis)))
+    return batch_outer_in_lanes(in, size);
   if (lanes_.on()) {
     std::vector<bool> mapped;
     const std::vector<Tensor> args = merge_lanes(in, lanes_.mapped, lanes_.size, size);

@@ -1,6 +1,7 @@
 #include "transforms/subgraphs.h"
 
 #include <cmath>
+#include <optional>
 
 #include "ir/graph_key.h"
 #include "ir/trace.h"
@@ -142,10 +143,11 @@ std::vector<bool> mapped_outputs(const Graph& g, const std::vector<bool>& in_map
 }
 
 BatchedGraph batch_subgraph(const Graph& g, const std::vector<bool>& in_mapped, int64_t size,
-                            const std::vector<bool>& force) {
+                            const std::vector<bool>& force, bool lockstep) {
   std::vector<bool> out_mapped = mapped_outputs(g, in_mapped, size);
   for (size_t k = 0; k < out_mapped.size(); ++k) out_mapped[k] = out_mapped[k] || force[k];
-  batching::SubgraphScope in_subgraph;
+  std::optional<batching::SubgraphScope> in_subgraph;
+  if (!lockstep) in_subgraph.emplace();
   TraceScope scope;
   std::vector<Batched> inputs;
   for (size_t i = 0; i < g.inputs.size(); ++i) {

@@ -57,13 +57,15 @@ double work_of(const Graph& g);
 
 /// g run on `size` lanes: input i has a leading lane dim when in_mapped[i]; output k comes back
 /// with a leading lane dim when out_mapped[k] (after the call: the outputs that depend on mapped
-/// inputs, or that `force` asks for), unmapped otherwise.
+/// inputs, or that `force` asks for), unmapped otherwise. A collective over the batching vmap's
+/// axis is refused there (its lanes may be partitioned or masked) unless `lockstep`: every lane
+/// runs g, in step.
 struct BatchedGraph {
   Closed closed;
   std::vector<bool> out_mapped;
 };
 BatchedGraph batch_subgraph(const Graph& g, const std::vector<bool>& in_mapped, int64_t size,
-                            const std::vector<bool>& force);
+                            const std::vector<bool>& force, bool lockstep = false);
 
 /// Which outputs of g depend on the mapped inputs (without building anything lasting).
 std::vector<bool> mapped_outputs(const Graph& g, const std::vector<bool>& in_mapped, int64_t size);
