@@ -1,6 +1,7 @@
 // Batch invariance (lanes/determinism.h): with set_batch_invariant(true), vmap(f)(xs)[i] ==
 // f(xs[i]) bit for bit, for every op-table row, every float dtype, every set of mapped inputs and
-// batch axes first or last, batch sizes 1, 2 and 5: batching never changes a result.
+// batch axes first or last, batch sizes 1, 2 and 5 (and 5 in chunks of 2): batching never changes
+// a result.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,6 +92,12 @@ TEST_P(BatchInvariance, VmapEqualsTheLoopBitForBit) {
           Tensor got;
           ASSERT_NO_THROW(got = lanes::vmap(r.call, lanes::in_axes(AxisSpec(axes)))(inputs));
           EXPECT_TRUE(same_bits(got, want));
+          if (batch < 5) continue;
+          lanes::VmapOptions chunked;  // chunks of 2, 2 and 1 lanes
+          chunked.chunk_size = 2;
+          ASSERT_NO_THROW(got = lanes::vmap(r.call, lanes::in_axes(AxisSpec(axes)), 0,
+                                            chunked)(inputs));
+          EXPECT_TRUE(same_bits(got, want)) << "chunk_size 2";
         }
       }
     }
