@@ -45,7 +45,7 @@ struct TileOut {
 };
 
 /// One pass's chain per element over rows [0, d) of the panel, c[r][j] = fma(a[r][p],
-/// panel[p][j], c[r][j]) for p in order from 0, stored to out (first pass) or added to it.
+/// panel[p][j], c[r][j]) for p in order from -0, stored to out (first pass) or added to it.
 template <int R, int V, class T>
 void tile(const T* a, int64_t ars, int64_t acs, const T* panel, int64_t d, bool first,
           TileOut<T> out) {
