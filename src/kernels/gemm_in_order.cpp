@@ -6,8 +6,11 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "lanes/parallel.h"
@@ -20,6 +23,41 @@ template <class T>
 using Vec = xsimd::batch<T>;
 constexpr int64_t kDepth = kInOrderPass;  // a panel (kDepth x its width) stays in L1/L2
 constexpr int64_t kBlockRows = 96;        // rows per job: their slice of A stays in L2
+
+/// x * y + z rounded once, in every build. xsimd 8's fma is `x * y + z` on AVX-512, fused only
+/// when the compiler contracts it (it did at -O3, not in the sanitizer builds at -O2), so the
+/// instruction is named here; without one, lane by lane std::fma (exact, slow).
+template <class T>
+Vec<T> fused(const Vec<T>& x, const Vec<T>& y, const Vec<T>& z) {
+  constexpr bool f32 = std::is_same_v<T, float>;
+#if defined(__AVX512F__)
+  if constexpr (sizeof(Vec<T>) == 64) {
+    if constexpr (f32)
+      return _mm512_fmadd_ps(x, y, z);
+    else
+      return _mm512_fmadd_pd(x, y, z);
+  }
+#endif
+#if defined(__FMA__)
+  if constexpr (sizeof(Vec<T>) == 32) {
+    if constexpr (f32)
+      return _mm256_fmadd_ps(x, y, z);
+    else
+      return _mm256_fmadd_pd(x, y, z);
+  }
+  if constexpr (sizeof(Vec<T>) == 16) {
+    if constexpr (f32)
+      return _mm_fmadd_ps(x, y, z);
+    else
+      return _mm_fmadd_pd(x, y, z);
+  }
+#endif
+  constexpr size_t W = Vec<T>::size;
+  alignas(64) T a[W], b[W], c[W];
+  x.store_aligned(a), y.store_aligned(b), z.store_aligned(c);
+  for (size_t i = 0; i < W; ++i) c[i] = std::fma(a[i], b[i], c[i]);
+  return Vec<T>::load_aligned(c);
+}
 
 /// Columns [j0, j0 + w) of rows [p0, p0 + d) of b as a dense (d x width) panel, zero-padded.
 template <class T>
@@ -59,7 +97,7 @@ void tile(const T* a, int64_t ars, int64_t acs, const T* panel, int64_t d, bool 
     for (int v = 0; v < V; ++v) b[v] = Vc::load_aligned(panel + p * P + v * W);
     for (int r = 0; r < R; ++r) {
       const Vc ar(a[r * ars + p * acs]);
-      for (int v = 0; v < V; ++v) c[r][v] = xsimd::fma(ar, b[v], c[r][v]);
+      for (int v = 0; v < V; ++v) c[r][v] = fused(ar, b[v], c[r][v]);
     }
   }
   for (int r = 0; r < R; ++r)
