@@ -124,6 +124,12 @@ std::vector<OpRow>& op_table() {
   return rows;
 }
 
+std::vector<std::string> row_names() {
+  std::vector<std::string> names;
+  for (const OpRow& r : op_table()) names.push_back(r.name);
+  return names;
+}
+
 std::vector<ErrorRow>& error_table() {
   static std::vector<ErrorRow> rows;
   return rows;

@@ -89,6 +89,8 @@ struct ErrorRow {
 
 std::vector<OpRow>& op_table();
 std::vector<ErrorRow>& error_table();
+/// Every row's name, in table order: the parameters of the suites that run over the rows.
+std::vector<std::string> row_names();
 
 /// Registers rows at static-initialisation time: `static optable::Rows rows{{...}, {...}};`.
 struct Rows {

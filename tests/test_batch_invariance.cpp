@@ -10,33 +10,12 @@
 #include <set>
 
 #include "op_table.h"
+#include "same_bits.h"
 
 using namespace optable;
 using lanes::AxisSpec;
 
 namespace {
-
-// Bits, not values: -0.0 != 0.0 and NaN == NaN of the same payload.
-::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape())
-    return ::testing::AssertionFailure()
-           << "got " << lanes::dtype_name(got.dtype()) << lanes::shape_str(got.shape())
-           << ", expected " << lanes::dtype_name(want.dtype()) << lanes::shape_str(want.shape());
-  const Tensor g = got.contiguous(), w = want.contiguous();
-  const size_t bytes = size_t(g.numel()) * lanes::dtype_size(g.dtype());
-  if (bytes == 0 || std::memcmp(g.raw_data(), w.raw_data(), bytes) == 0)
-    return ::testing::AssertionSuccess();
-  const auto gv = g.to_vector<double>(), wv = w.to_vector<double>();
-  int64_t differ = 0, first = -1;
-  for (size_t i = 0; i < gv.size(); ++i)
-    if (std::memcmp(&gv[i], &wv[i], sizeof(double)) != 0) {
-      if (first < 0) first = int64_t(i);
-      ++differ;
-    }
-  return ::testing::AssertionFailure()
-         << differ << " of " << gv.size() << " elements differ; first " << first << ": "
-         << gv[size_t(first)] << " vs loop " << wv[size_t(first)];
-}
 
 // Products take the batch-invariant kernel for the test (lanes/determinism.h).
 class BatchInvariance : public ::testing::TestWithParam<std::string> {
@@ -95,19 +74,13 @@ TEST_P(BatchInvariance, VmapEqualsTheLoopBitForBit) {
           if (batch < 5) continue;
           lanes::VmapOptions chunked;  // chunks of 2, 2 and 1 lanes
           chunked.chunk_size = 2;
-          ASSERT_NO_THROW(got = lanes::vmap(r.call, lanes::in_axes(AxisSpec(axes)), 0,
-                                            chunked)(inputs));
+          ASSERT_NO_THROW(
+              got = lanes::vmap(r.call, lanes::in_axes(AxisSpec(axes)), 0, chunked)(inputs));
           EXPECT_TRUE(same_bits(got, want)) << "chunk_size 2";
         }
       }
     }
   }
-}
-
-std::vector<std::string> row_names() {
-  std::vector<std::string> names;
-  for (const OpRow& r : op_table()) names.push_back(r.name);
-  return names;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, BatchInvariance, ::testing::ValuesIn(row_names()),

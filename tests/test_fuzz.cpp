@@ -15,12 +15,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "op_table.h"
+#include "same_bits.h"
 
 using namespace optable;
 
@@ -526,14 +526,6 @@ bool run_seed(uint64_t seed) {
 }
 
 // ---- the same bits everywhere (lanes/determinism.h) --------------------------------------------
-
-// Bits, not values (-0.0 and NaN payloads count).
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.raw_data(), y.raw_data(),
-                     size_t(x.numel()) * lanes::dtype_size(x.dtype())) == 0;
-}
 
 // With batch invariance on: the per-example loop's bits under every cond and loop strategy, chunk
 // sizes 1, 2, B - 1 and B, 1 and 2 threads, eager and compiled. Off: the same bits on repeated

@@ -209,12 +209,6 @@ TEST_P(VmapOps, EmptyBatchGivesAnEmptyResultOfTheExampleType) {
   }
 }
 
-std::vector<std::string> row_names() {
-  std::vector<std::string> names;
-  for (const OpRow& r : op_table()) names.push_back(r.name);
-  return names;
-}
-
 INSTANTIATE_TEST_SUITE_P(Ops, VmapOps, ::testing::ValuesIn(row_names()),
                          [](const auto& info) { return info.param; });
 
