@@ -274,7 +274,8 @@ std::vector<Batched> Cond::batch(const std::vector<Batched>& in, int64_t size) c
   const std::string& axis = batching::current_options().axis_name;
   if (lanes_.on() && !axis.empty())
     for (const GraphPtr& b : branches_)
-      if (const Node* c = collective_over(*b, axis)) return batch_outer_in_lanes(in, size, *c);
+      if (const Node* c = detail::find_collective(*b, axis))
+        return batch_outer_in_lanes(in, size, *c);
   if (lanes_.on()) {  // a lane node under another vmap: one lane dim of size * lanes
     std::vector<bool> inner = lanes_.mapped, mapped;
     std::vector<Tensor> args = merge_lanes({in[0]}, {true}, lanes_.size, size);

@@ -47,16 +47,6 @@ Tensor or_zeros(const Tensor& t, const TensorType& type) {
   return broadcast_to(scalar(0.0, type.dtype), type.shape);
 }
 
-const Node* collective_over(const Graph& g, const std::string& axis) {
-  for (const Node& n : g.nodes) {
-    const std::string* name = n.prim->axis_name();
-    if (name && *name == axis) return &n;
-    for (const auto& [label, sub] : n.prim->subgraphs())
-      if (const Node* c = collective_over(*sub, axis)) return c;
-  }
-  return nullptr;
-}
-
 std::vector<Tensor> outer_inside(const std::vector<Batched>& in, const std::vector<bool>& lanes,
                                  const std::vector<bool>& outer, int64_t size) {
   std::vector<Tensor> out;

@@ -182,8 +182,6 @@ Tensor or_zeros(const Tensor& t, const TensorType& type);
 std::vector<Tensor> merge_lanes(const std::vector<Batched>& in, const std::vector<bool>& inner,
                                 int64_t size, int64_t size2);
 
-/// The first collective over `axis` in g or its sub-graphs, or null.
-const Node* collective_over(const Graph& g, const std::string& axis);
 /// A lane node's operands under an outer vmap that keeps the node's own lanes (a collective over
 /// the outer axis sits in its sub-graphs): operand i with its lane dim first (when lanes[i]), then
 /// the outer batch dim (when the operand is mapped, or `outer[i]` asks for it: a broadcast view).

@@ -273,7 +273,7 @@ void check_no_collective(const Graph& cond, const Graph& body) {
   const std::string& axis = batching::current_options().axis_name;
   if (axis.empty()) return;
   for (const Graph* g : {&cond, &body})
-    if (const Node* c = collective_over(*g, axis))
+    if (const Node* c = detail::find_collective(*g, axis))
       fail(c->prim->name(), " over axis '", axis, "' sits inside a cond, while_loop or scan that ",
            "the vmap of that axis batches, where its lanes may be partitioned or masked: compute "
            "it outside the control flow");
@@ -332,7 +332,7 @@ std::vector<Batched> While::batch(const std::vector<Batched>& in, int64_t size) 
   const size_t nc = n_carry_;
   const std::string& axis = batching::current_options().axis_name;
   if (lanes_.on() && !axis.empty() &&
-      (collective_over(*cond_, axis) || collective_over(*body_, axis)))
+      (detail::find_collective(*cond_, axis) || detail::find_collective(*body_, axis)))
     return batch_outer_in_lanes(in, size);
   if (lanes_.on()) {
     std::vector<bool> mapped;

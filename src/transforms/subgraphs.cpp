@@ -101,11 +101,12 @@ bool holds_loop(const Graph& g) {
   return false;
 }
 
-const Node* find_collective(const Graph& g) {
+const Node* find_collective(const Graph& g, const std::string& axis) {
   for (const Node& n : g.nodes) {
-    if (n.prim->axis_name()) return &n;
+    const std::string* name = n.prim->axis_name();
+    if (name && *name == axis) return &n;
     for (const auto& [label, sub] : n.prim->subgraphs())
-      if (const Node* c = find_collective(*sub)) return c;
+      if (const Node* c = find_collective(*sub, axis)) return c;
   }
   return nullptr;
 }

@@ -49,8 +49,9 @@ std::vector<TensorType> output_types(const Graph& g);
 
 /// Whether g (or a sub-graph of it) holds a loop: a cond always partitions such a branch.
 bool holds_loop(const Graph& g);
-/// The first collective (psum, all_gather, axis_index, ...) in g or its sub-graphs, or null.
-const Node* find_collective(const Graph& g);
+/// The first collective (psum, all_gather, axis_index, ...) over `axis` in g or its sub-graphs,
+/// or null.
+const Node* find_collective(const Graph& g, const std::string& axis);
 /// Per-example work of g, in element operations (an elementwise op counts its output's elements,
 /// dot_general its multiply-adds): the cost model of CondStrategy::Auto.
 double work_of(const Graph& g);
