@@ -159,7 +159,6 @@ void in_order_batched(const Operand& a, const Operand& b, int64_t batch, T* out)
   const int64_t m = a.m.rows.size, n = b.m.cols.size, k = a.m.cols.size;
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
-  const double flops = 2.0 * double(m) * double(n) * double(k);
   if (m * n <= 16 && k > 1) {  // tiny products (batched dots): every output of the batch at once
     std::vector<int64_t> a_at(static_cast<size_t>(batch)), b_at(static_cast<size_t>(batch));
     for (int64_t i = 0; i < batch; ++i) a_at[i] = batch_offset(a, i), b_at[i] = batch_offset(b, i);
@@ -174,6 +173,7 @@ void in_order_batched(const Operand& a, const Operand& b, int64_t batch, T* out)
     g_gemm_calls += batch;
     return;
   }
+  const double flops = 2.0 * double(m) * double(n) * double(k);
   parallel_for(batch, std::max<int64_t>(1, int64_t(2e5 / std::max(flops, 1.0))),
                [&](int64_t begin, int64_t end) {
                  for (int64_t i = begin; i < end; ++i)
