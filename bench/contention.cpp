@@ -11,9 +11,10 @@
 //   callers  two application threads calling the same (compiled) function at once
 //            (workloads --callers 2: the time per call at the pair's throughput)
 // Each row is the workload's best batched variant in the quiet run (the fastest that is neither
-// `loop` nor a `manual` one), with --all-variants every variant. With --baseline, the quiet run
-// alternates R rounds (default 2) between that binary and this one, and prints each row's
-// new/old ratio (the same machine, the same run). The other processes share every core this one
+// `loop` nor a `manual` one), with --all-variants every variant. Every condition runs R times
+// (--rounds, default 2), keeping each row's best median. With --baseline, the quiet runs
+// alternate between that binary and this one, and each row's new/old ratio is printed (the
+// same machine, the same run). The other processes share every core this one
 // may use; on a machine with more cores than --threads all of them are pinned to the first N.
 #include <sched.h>
 #include <signal.h>
@@ -190,9 +191,11 @@ int main(int argc, char** argv) {
   const std::string cmd = workloads_command(bench, o, 1);
   std::fprintf(stderr, "contention: %d threads; workloads: %s\n", o.threads, cmd.c_str());
 
-  std::vector<Times> quiet_runs, old_runs;
-  const int rounds = o.baseline.empty() ? 1 : o.rounds;
-  for (int r = 0; r < rounds; ++r) {
+  // Each condition runs R processes and keeps each row's best median: on these VMs a process
+  // sometimes runs a row at one thread's speed for its whole life (quiet too, old binaries too),
+  // and one such process would decide a slowdown either way.
+  std::vector<Times> quiet_runs, old_runs, spin_runs, twin_runs, caller_runs;
+  for (int r = 0; r < o.rounds; ++r) {
     if (!o.baseline.empty()) {
       std::fprintf(stderr, "contention: round %d, baseline quiet\n", r + 1);
       old_runs.push_back(run_workloads(workloads_command(o.baseline, o, 1, false)));
@@ -200,20 +203,22 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "contention: round %d, quiet\n", r + 1);
     quiet_runs.push_back(run_workloads(cmd));
   }
-  const Times quiet = min_of(quiet_runs), old = min_of(old_runs);
-  Times spin, twin, callers;
-  {
-    std::fprintf(stderr, "contention: beside a spinning process\n");
+  for (int r = 0; r < o.rounds; ++r) {
+    std::fprintf(stderr, "contention: round %d, beside a spinning process\n", r + 1);
     const Background spinner(pin_prefix(o.threads) + "sh -c 'while :; do :; done'");
-    spin = run_workloads(cmd);
+    spin_runs.push_back(run_workloads(cmd));
   }
-  {
-    std::fprintf(stderr, "contention: beside a second copy of itself\n");
+  for (int r = 0; r < o.rounds; ++r) {
+    std::fprintf(stderr, "contention: round %d, beside a second copy of itself\n", r + 1);
     const Background copy("while :; do " + cmd + " >/dev/null 2>&1; done");
-    twin = run_workloads(cmd);
+    twin_runs.push_back(run_workloads(cmd));
   }
-  std::fprintf(stderr, "contention: two application threads calling at once\n");
-  callers = run_workloads(workloads_command(bench, o, 2));
+  for (int r = 0; r < o.rounds; ++r) {
+    std::fprintf(stderr, "contention: round %d, two application threads calling at once\n", r + 1);
+    caller_runs.push_back(run_workloads(workloads_command(bench, o, 2)));
+  }
+  const Times quiet = min_of(quiet_runs), old = min_of(old_runs), spin = min_of(spin_runs),
+              twin = min_of(twin_runs), callers = min_of(caller_runs);
 
   std::printf("\nlanes beside other work: median ms and slowdown against quiet, %d threads%s\n",
               o.threads, o.quick ? " (--quick: 2 runs per cell, not for quoting)" : "");

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "lanes/compile.h"
+#include "runtime/thread_pool.h"
 
 namespace lanes::detail {
 
@@ -37,6 +38,7 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
     for (ValueId v : g.nodes[i].inputs) last_use[v] = static_cast<int64_t>(i);
   for (ValueId v : g.outputs) last_use[v] = static_cast<int64_t>(g.nodes.size());
 
+  const runtime::CallScope call;  // one caller of the pool for the whole graph
   std::vector<Tensor> env(g.types.size());
   for (const auto& [v, t] : g.constants) env[v] = t;
   for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = inputs[i];

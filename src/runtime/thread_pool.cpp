@@ -38,6 +38,7 @@ constexpr auto kPureSpin = std::chrono::microseconds(20);
 constexpr int kCallerSpins = 2000;  // ~ 5-10 us of pause instructions
 
 thread_local bool t_in_region = false;
+thread_local int t_call_depth = 0;  // CallScopes open on this thread
 
 // Marks the thread as running chunks for the scope (nested calls run inline).
 struct RegionScope {
@@ -126,13 +127,6 @@ int default_threads() {
   return cores();
 }
 
-// Counts a thread inside Pool::run for the scope.
-struct CallerCount {
-  std::atomic<int>& count;
-  explicit CallerCount(std::atomic<int>& c) : count(c) { count.fetch_add(1); }
-  ~CallerCount() { count.fetch_sub(1); }
-};
-
 class Pool {
  public:
   Pool() : threads_(default_threads()) { grow(threads_ - 1); }
@@ -152,8 +146,11 @@ class Pool {
     wake_workers();  // workers above the new count go back to sleep; new ones start
   }
 
+  void enter_call() { callers_.fetch_add(1, std::memory_order_relaxed); }
+  void leave_call() { callers_.fetch_sub(1, std::memory_order_relaxed); }
+
   void run(int64_t n, int32_t chunks, const ChunkFn& fn) {
-    const CallerCount count(callers_);
+    const CallScope call;
     auto job = std::make_shared<Job>(fn, n, chunks, threads());
     publish(job);
     job->work(0);
@@ -177,8 +174,13 @@ class Pool {
       jobs_.push_back(job);
       open_jobs_.fetch_add(1, std::memory_order_release);
     }
-    wake_workers();
+    // Saturated: no worker may take the job (take_job), so waking one only costs the callers a
+    // core. The callers finish their jobs alone; the first job published after a caller leaves
+    // wakes the workers again.
+    if (!saturated()) wake_workers();
   }
+
+  bool saturated() const { return callers_.load(std::memory_order_relaxed) >= threads(); }
 
   void retire(const std::shared_ptr<Job>& job) {
     const std::lock_guard<SpinLock> hold(jobs_lock_);
@@ -195,9 +197,7 @@ class Pool {
   // threads fill the cores themselves, and a worker beside them would oversubscribe the cores
   // (a caller then waits whenever the OS preempts the worker inside its chunk).
   std::shared_ptr<Job> take_job() {
-    if (open_jobs_.load(std::memory_order_acquire) == 0 ||
-        callers_.load(std::memory_order_relaxed) >= threads())
-      return nullptr;
+    if (open_jobs_.load(std::memory_order_acquire) == 0 || saturated()) return nullptr;
     const std::lock_guard<SpinLock> hold(jobs_lock_);
     for (const std::shared_ptr<Job>& job : jobs_)
       if (job->has_unclaimed()) return job;
@@ -221,13 +221,14 @@ class Pool {
   }
 
   // Spins (pausing, then yielding the core to any other runnable thread) until a job is
-  // published or worker_spin() passes; whether one was.
+  // published, worker_spin() passes or the callers fill the cores; whether a job was published.
   bool spin_for_work(uint32_t seen) const {
     const auto start = std::chrono::steady_clock::now();
     const auto until = start + worker_spin(), yield_from = start + kPureSpin;
     for (int i = 0;; ++i) {
       if (epoch_.load(std::memory_order_acquire) != seen || stop_.load(std::memory_order_relaxed))
         return true;
+      if (saturated()) return false;  // the callers fill the cores: sleep until one leaves
       if (i % 64 == 63) {
         const auto now = std::chrono::steady_clock::now();
         if (now > until) return false;
@@ -242,7 +243,7 @@ class Pool {
   std::atomic<bool> stop_{false};
   std::atomic<uint32_t> epoch_{0};  // bumped on every publish: what sleeping workers wait on
   std::atomic<int> open_jobs_{0};   // jobs_.size(), read without the lock
-  std::atomic<int> callers_{0};     // threads inside run()
+  std::atomic<int> callers_{0};     // threads inside a CallScope
   SpinLock jobs_lock_;              // guards jobs_ (spin_lock.h says why not a mutex)
   std::mutex workers_lock_;         // guards workers_
   std::vector<std::shared_ptr<Job>> jobs_;
@@ -271,6 +272,14 @@ int pool_threads() { return pool().threads(); }
 void set_pool_threads(int n) { pool().set_threads(n); }
 
 bool in_parallel_region() { return t_in_region; }
+
+CallScope::CallScope() {
+  if (t_call_depth++ == 0 && !t_in_region) pool().enter_call();
+}
+
+CallScope::~CallScope() {
+  if (--t_call_depth == 0 && !t_in_region) pool().leave_call();
+}
 
 int64_t max_chunks() {
   static const int64_t chunks = 4 * int64_t(cores());

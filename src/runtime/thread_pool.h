@@ -49,4 +49,17 @@ int64_t chunk_count(int64_t n, int64_t grain);
 /// Whether this thread is running a chunk (a nested call runs inline).
 bool in_parallel_region();
 
+/// Marks this thread as a caller of the pool for its lifetime (nested scopes count once). The
+/// executor holds one over a whole graph, so an application thread counts as a caller between
+/// its graph's small jobs too, not only inside each: with as many callers as threads, the
+/// workers stay asleep instead of waking for every job and finding it taken (two request threads
+/// on two cores then each run their calls alone, at full speed).
+class CallScope {
+ public:
+  CallScope();
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
+
 }  // namespace lanes::runtime
