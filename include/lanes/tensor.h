@@ -22,15 +22,21 @@ using Strides = std::vector<int64_t>;
 class Storage {
  public:
   explicit Storage(size_t bytes);
+  /// Memory another owner holds (a numpy array, a DLPack producer's tensor), kept alive by
+  /// `owner` for as long as this storage lives. lanes never frees it and never writes into it:
+  /// a kernel does not reuse it for its output even when it holds the only handle.
+  Storage(void* data, size_t bytes, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  bool external() const { return owner_ != nullptr; }
 
  private:
   void* data_;
   size_t bytes_;
+  std::shared_ptr<const void> owner_;  // set for external memory
 };
 
 /// Bytes of tensor storage: what is live now, the most live since the last reset, and what the
@@ -96,7 +102,8 @@ class Tensor {
   /// Whether this handle is the only one on its storage: no other Tensor (copy or view) holds
   /// it, so a kernel that owns this handle may write into the buffer.
   bool sole_owner() const {
-    return impl_ && impl_.use_count() == 1 && impl_->storage && impl_->storage.use_count() == 1;
+    return impl_ && impl_.use_count() == 1 && impl_->storage && impl_->storage.use_count() == 1 &&
+           !impl_->storage->external();
   }
 
   /// Row-major with no gaps: the storage elements [offset, offset + numel) in order.
@@ -172,6 +179,12 @@ template <class T>
 Tensor tensor(const std::vector<T>& data) {
   return tensor(data, Shape{static_cast<int64_t>(data.size())});
 }
+/// A view of memory another library owns (numpy, DLPack), without a copy: `strides` in
+/// elements (any sign), `owner` kept alive while any tensor views the memory. Checks that the
+/// shape and strides stay inside `bytes` from `data`; lanes never writes into it.
+Tensor from_external(void* data, size_t bytes, DType dtype, const Shape& shape,
+                     const Strides& strides, int64_t offset, std::shared_ptr<const void> owner);
+
 /// A 0-d tensor holding `value` converted to `dtype`.
 Tensor scalar(double value, DType dtype = DType::Float32);
 

@@ -45,7 +45,16 @@ class AxisSpec {
   AxisSpec(std::initializer_list<AxisSpec> children) : leaf_(false), children_(children) {}
   explicit AxisSpec(std::vector<AxisSpec> children)
       : leaf_(false), children_(std::move(children)) {}
+  /// A spec decided when vmap resolves it, by calling `decide`: the out_axes of a language
+  /// binding, whose output tree is known only once f has been traced.
+  static AxisSpec deferred(std::function<AxisSpec()> decide) {
+    AxisSpec s(none);
+    s.decide_ = std::make_shared<const std::function<AxisSpec()>>(std::move(decide));
+    return s;
+  }
 
+  bool is_deferred() const { return decide_ != nullptr; }
+  AxisSpec decided() const { return is_deferred() ? (*decide_)() : *this; }
   bool is_leaf() const { return leaf_; }
   const std::optional<int64_t>& axis() const { return axis_; }
   const std::vector<AxisSpec>& children() const { return children_; }
@@ -54,6 +63,7 @@ class AxisSpec {
   bool leaf_ = true;
   std::optional<int64_t> axis_;
   std::vector<AxisSpec> children_;
+  std::shared_ptr<const std::function<AxisSpec()>> decide_;
 };
 
 /// Per-argument in_axes: in_axes(0, none, {0, 1}) (a braced list is a per-leaf spec).
@@ -152,6 +162,7 @@ struct AxisLeaf {
 template <class T>
 void resolve_axes(const T& x, const AxisSpec& spec, const std::string& path,
                   std::vector<AxisLeaf>& out) {
+  if (spec.is_deferred()) return resolve_axes(x, spec.decided(), path, out);
   if (spec.is_leaf()) {
     for (size_t i = 0, n = tree::num_leaves(x); i < n; ++i)
       out.push_back({spec.axis(), n == 1 ? path : path + "[" + std::to_string(i) + "]"});

@@ -160,7 +160,13 @@ Storage::Storage(size_t bytes) : bytes_(bytes) {
   count_alloc(size);
 }
 
+Storage::Storage(void* data, size_t bytes, std::shared_ptr<const void> owner)
+    : data_(data), bytes_(bytes), owner_(std::move(owner)) {
+  check(owner_ != nullptr, "external storage needs an owner that keeps its memory alive");
+}
+
 Storage::~Storage() {
+  if (owner_) return;  // the owner frees it
   const size_t size = rounded_size(bytes_);
   g_live.fetch_sub(size, std::memory_order_relaxed);
   if (size >= kCached && block_cache().give(data_, size)) return;
@@ -248,6 +254,27 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, i
   if (!shape_fits(shape, dtype)) check_shape(shape, dtype, "tensor view");
   impl_ = std::make_shared<const Impl>(
       Impl{std::move(storage), std::move(shape), std::move(strides), offset, dtype});
+}
+
+Tensor from_external(void* data, size_t bytes, DType dtype, const Shape& shape,
+                     const Strides& strides, int64_t offset, std::shared_ptr<const void> owner) {
+  check(strides.size() == shape.size(), "from_external: ", strides.size(), " strides for ",
+        shape.size(), " dims");
+  check_shape(shape, dtype, "from_external");
+  // The lowest and highest element the view reaches must lie inside the memory.
+  int64_t low = offset, high = offset;
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    empty = empty || shape[i] == 0;
+    const int64_t reach = (shape[i] - 1) * strides[i];
+    (reach < 0 ? low : high) += reach;
+  }
+  const int64_t elements = int64_t(bytes / dtype_size(dtype));
+  check(empty || (low >= 0 && high < elements), "from_external: shape ", fmt(shape),
+        " with strides ", fmt(strides), " from offset ", offset, " reaches outside the ", bytes,
+        " bytes given");
+  return Tensor(std::make_shared<Storage>(data, bytes, std::move(owner)), shape, strides, offset,
+                dtype);
 }
 
 Tensor Tensor::traced(Tracer tracer, Shape shape, DType dtype) {

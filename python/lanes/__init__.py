@@ -1,0 +1,73 @@
+"""lanes: static automatic batching with jax's API over a C++ core.
+
+Write a function for one example; ``lanes.vmap`` runs it over a batch as a few large tensor
+operations, and it composes with ``grad``, ``jacrev``, ``hessian``, ``jit`` and control flow::
+
+    import lanes, lanes.numpy as lnp
+    per_example_grads = lanes.vmap(lanes.grad(loss), in_axes=(None, 0, 0))
+"""
+
+from __future__ import annotations
+
+from . import _lanes
+from ._api import (
+    batch_jacobian,
+    explain,
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacrev,
+    jit,
+    jvp,
+    make_graph,
+    value_and_grad,
+    vjp,
+    vmap,
+)
+from ._indexing import at as _at
+from ._indexing import getitem as _getitem
+from ._indexing import setitem as _setitem
+from ._lanes import Array, LanesError, num_threads, set_num_threads
+from ._tracing import ConcretizationError
+
+__all__ = [
+    "Array",
+    "ConcretizationError",
+    "LanesError",
+    "asarray",
+    "batch_jacobian",
+    "explain",
+    "from_dlpack",
+    "grad",
+    "hessian",
+    "hvp",
+    "jacfwd",
+    "jacrev",
+    "jit",
+    "jvp",
+    "make_graph",
+    "num_threads",
+    "set_num_threads",
+    "value_and_grad",
+    "vjp",
+    "vmap",
+]
+
+Array.__getitem__ = _getitem  # type: ignore[method-assign]
+Array.__setitem__ = _setitem  # type: ignore[method-assign]
+Array.at = property(_at, doc="Functional updates: x.at[idx].set(v), .add, .multiply, .min, "
+                    ".max, .get (jax's spelling).")  # type: ignore[attr-defined]
+Array.__iter__ = lambda self: (self[i] for i in range(len(self)))  # type: ignore
+
+
+def asarray(a, dtype=None) -> Array:
+    """``a`` as a lanes Array: an Array as is, a numpy array (or any buffer / DLPack producer)
+    without a copy where lanes can read its layout, Python scalars and nested lists with jax's
+    default dtypes (float32, int32). ``dtype`` converts."""
+    return _lanes.asarray(a, dtype)
+
+
+def from_dlpack(x) -> Array:
+    """An Array viewing a DLPack producer's memory (a torch tensor, a numpy array), no copy."""
+    return _lanes.asarray(x, None)

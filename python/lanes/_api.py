@@ -1,0 +1,476 @@
+"""The transforms over Python functions and pytrees (jax's names and signatures).
+
+Each flattens its arguments into leaves, hands lanes' C++ transform a function of a flat list
+of Arrays, and rebuilds the output trees. The C++ side traces that function with tracer Arrays,
+once per call (vmap, grad) or once per signature (jit), as in C++.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from . import _lanes
+from ._lanes import Array, LanesError
+from ._tracing import tracing
+from .tree_util import PyTreeDef, broadcast_prefix, tree_flatten, tree_unflatten
+
+__all__ = [
+    "batch_jacobian",
+    "explain",
+    "grad",
+    "hessian",
+    "hvp",
+    "jacfwd",
+    "jacrev",
+    "jit",
+    "jvp",
+    "make_graph",
+    "value_and_grad",
+    "vjp",
+    "vmap",
+]
+
+
+def _arrays(leaves: Sequence[Any], what: str) -> list[Array]:
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, Array):
+            out.append(leaf)
+            continue
+        try:
+            out.append(_lanes.asarray(leaf, None))
+        except (LanesError, TypeError) as e:
+            raise LanesError(
+                f"{what}: a leaf of type {type(leaf).__name__} is not an array ({e})"
+            ) from None
+    return out
+
+
+def _argnums_tuple(argnums: int | Sequence[int], nargs: int, what: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        if not -nargs <= a < nargs:
+            raise LanesError(f"{what}: argnum {a} out of range for {nargs} arguments")
+    return tuple(a % nargs for a in nums)
+
+
+class _Outputs:
+    """The output structure a traced function recorded (read back after the C++ call)."""
+
+    __slots__ = ("tree",)
+
+    def __init__(self) -> None:
+        self.tree: PyTreeDef | None = None
+
+    def flatten(self, out: Any, what: str) -> list[Array]:
+        leaves, self.tree = tree_flatten(out)
+        return _arrays(leaves, f"{what} output")
+
+    def rebuild(self, leaves: Sequence[Array]) -> Any:
+        assert self.tree is not None
+        return tree_unflatten(self.tree, leaves)
+
+
+# ---- vmap -------------------------------------------------------------------------------------
+
+
+def vmap(
+    fun: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    *,
+    axis_name: str | None = None,
+    axis_size: int | None = None,
+    chunk_size: int | None = None,
+    max_memory_bytes: int | None = None,
+    randomness: str = "error",
+    cond: str = "auto",
+    loop: str = "auto",
+) -> Callable:
+    """Vectorizes ``fun`` over a batch axis (jax.vmap).
+
+    ``fun`` is written for one example; the result takes a batch and runs as a few large ops.
+
+    ``in_axes``: per argument (a tuple as long as the arguments, or one value for all), the
+    axis of each leaf that is the batch: an int (negative counts from the end) or None for a
+    value shared by every example. A nested tuple, list or dict gives one per leaf of that
+    argument, as a prefix of its structure: ``in_axes=(0, None, {"w": 1, "b": None})``.
+    ``out_axes``: where each output leaf's batch axis goes, the same way (None: the output does
+    not depend on the batch). ``axis_size`` gives the batch size when no argument is mapped.
+    ``axis_name`` names the axis for ``lax.psum`` and friends. ``chunk_size`` /
+    ``max_memory_bytes`` bound the memory (run the batch in pieces, same results).
+    ``randomness``: "error", "same" or "different" for draws of a ``random.Generator``.
+    ``cond``: "auto", "select" or "partition"; ``loop``: "auto", "mask" or "compact": how a
+    ``lax.cond`` / ``lax.while_loop`` whose predicate differs between examples runs.
+    """
+    cache: dict[Any, tuple[Any, _Outputs]] = {}
+    options = (axis_name, axis_size, chunk_size, max_memory_bytes, randomness, cond, loop)
+
+    def entry(args: tuple) -> tuple[Any, _Outputs, list[Array]]:
+        leaves, treedef = tree_flatten(args)
+        spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+        if isinstance(spec, tuple) and len(spec) != len(args):
+            raise LanesError(
+                f"vmap: in_axes has {len(spec)} entries but the function got {len(args)} "
+                "arguments"
+            )
+        axes = broadcast_prefix(spec, args, "vmap in_axes")
+        key = (treedef, tuple(axes))
+        found = cache.get(key)
+        if found is None:
+            outputs = _Outputs()
+
+            def flat(leaf_list: list[Array]) -> list[Array]:
+                with tracing("vmap"):
+                    out = fun(*tree_unflatten(treedef, leaf_list))
+                return outputs.flatten(out, "vmap")
+
+            def decide_out_axes() -> list[int | None]:
+                assert outputs.tree is not None
+                shape = tree_unflatten(outputs.tree, [0] * outputs.tree.num_leaves)
+                return broadcast_prefix(out_axes, shape, "vmap out_axes")
+
+            found = cache[key] = (_lanes.Vmap(flat, axes, decide_out_axes, *options), outputs)
+        return found[0], found[1], _arrays(leaves, "vmap argument")
+
+    @functools.wraps(fun)
+    def batched(*args: Any) -> Any:
+        vm, outputs, leaves = entry(args)
+        return outputs.rebuild(vm(leaves))
+
+    def explain_call(*args: Any) -> str:
+        vm, _, leaves = entry(args)
+        return vm.explain(leaves)
+
+    batched._lanes_explain = explain_call  # type: ignore[attr-defined]
+    return batched
+
+
+# ---- reverse mode -----------------------------------------------------------------------------
+
+
+def value_and_grad(
+    fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable:
+    """``fun``'s value and its gradient with respect to the arguments in ``argnums``
+    (jax.value_and_grad). ``fun`` returns a 0-d float array, or ``(value, aux)`` with
+    ``has_aux=True``; the gradient has the structure of the argument (a tuple of them when
+    ``argnums`` is a tuple)."""
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args: Any) -> Any:
+        nums = _argnums_tuple(argnums, len(args), "grad")
+        diff_leaves, diff_def = tree_flatten([args[i] for i in nums])
+        rest = [a for i, a in enumerate(args) if i not in nums]
+        rest_leaves, rest_def = tree_flatten(rest)
+        aux_out = _Outputs()
+
+        def flat(diff: list[Array], others: list[Array]) -> list[Array]:
+            d = iter(tree_unflatten(diff_def, diff))
+            r = iter(tree_unflatten(rest_def, others))
+            full = [next(d) if i in nums else next(r) for i in range(len(args))]
+            with tracing("grad"):
+                out = fun(*full)
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise LanesError("grad: with has_aux=True the function must return "
+                                     "(value, aux)")
+                value, aux = out
+            else:
+                value, aux = out, None
+            return _arrays([value], "grad output") + aux_out.flatten(aux, "grad aux")
+
+        value, aux, grads = _lanes.value_and_grad(
+            flat, _arrays(diff_leaves, "grad argument"), _arrays(rest_leaves, "grad argument")
+        )
+        per_arg = tree_unflatten(diff_def, grads)
+        g = per_arg[0] if isinstance(argnums, int) else tuple(per_arg)
+        return ((value, aux_out.rebuild(aux)) if has_aux else value), g
+
+    return value_and_grad_fun
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) -> Callable:
+    """The gradient of ``fun`` (returning a 0-d float array) with respect to the arguments in
+    ``argnums`` (jax.grad); with ``has_aux=True`` returns ``(gradient, aux)``."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def grad_fun(*args: Any) -> Any:
+        value, g = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    return grad_fun
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``(fun(*primals), f_vjp)`` where ``f_vjp(cotangent)`` returns a tuple with the cotangent
+    of each primal (jax.vjp); with ``has_aux=True`` also fun's aux."""
+    leaves, treedef = tree_flatten(primals)
+    outputs, aux_out = _Outputs(), _Outputs()
+
+    def flat(leaf_list: list[Array]) -> list[Array]:
+        with tracing("vjp"):
+            out = fun(*tree_unflatten(treedef, leaf_list))
+        if not has_aux:
+            return outputs.flatten(out, "vjp")
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise LanesError("vjp: with has_aux=True the function must return (value, aux)")
+        # aux rides along as extra outputs whose cotangents are zeros.
+        return outputs.flatten(out[0], "vjp") + aux_out.flatten(out[1], "vjp aux")
+
+    outs, pullback = _lanes.vjp(flat, _arrays(leaves, "vjp primal"))
+    assert outputs.tree is not None
+    n_out = outputs.tree.num_leaves
+    aux_zeros = [_lanes.full(a.shape, 0.0, a.dtype) for a in outs[n_out:]]
+
+    def f_vjp(cotangent: Any) -> tuple:
+        ct_leaves, ct_def = tree_flatten(cotangent)
+        if ct_def != outputs.tree:
+            raise LanesError(
+                f"vjp: the cotangent's structure {ct_def} differs from the output's "
+                f"{outputs.tree}"
+            )
+        cts = _arrays(ct_leaves, "vjp cotangent") + aux_zeros
+        return tuple(tree_unflatten(treedef, pullback(cts)))
+
+    result = outputs.rebuild(outs[:n_out])
+    if has_aux:
+        return result, f_vjp, aux_out.rebuild(outs[n_out:])
+    return result, f_vjp
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+    """``(fun(*primals), the derivative of fun at primals along tangents)`` (jax.jvp)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise LanesError("jvp: primals and tangents must be tuples or lists of arguments")
+    leaves, treedef = tree_flatten(tuple(primals))
+    t_leaves, t_def = tree_flatten(tuple(tangents))
+    if t_def != treedef:
+        raise LanesError(
+            f"jvp: the tangents' structure {t_def} differs from the primals' {treedef}"
+        )
+    outputs = _Outputs()
+
+    def flat(leaf_list: list[Array]) -> list[Array]:
+        with tracing("jvp"):
+            out = fun(*tree_unflatten(treedef, leaf_list))
+        return outputs.flatten(out, "jvp")
+
+    outs, dirs = _lanes.jvp(flat, _arrays(leaves, "jvp primal"), _arrays(t_leaves, "jvp tangent"))
+    return outputs.rebuild(outs), outputs.rebuild(dirs)
+
+
+# ---- Jacobians --------------------------------------------------------------------------------
+
+
+def _substitute(args: tuple, nums: tuple[int, ...], values: Sequence[Any]) -> list[Any]:
+    full = list(args)
+    for i, v in zip(nums, values):
+        full[i] = v
+    return full
+
+
+def _basis_rows(leaves: Sequence[Array], total: int) -> list[Array]:
+    """For leaves of sizes n_k (summing to total): leaf k's slice of the (total, total) identity,
+    shaped (total, *leaf.shape), in the leaf's dtype."""
+    rows, offset = [], 0
+    for leaf in leaves:
+        eye = _lanes.eye(total, leaf.dtype)
+        part = _lanes.slice_axis(eye, 1, offset, offset + leaf.size, 1)
+        rows.append(_lanes.reshape(part, (total,) + leaf.shape))
+        offset += leaf.size
+    return rows
+
+
+def _blocks(stacked: Sequence[Array], row_leaves: Sequence[Array],
+            col_leaves: Sequence[Array], rows_first: bool) -> list[list[Array]]:
+    """Splits per-column-leaf stacks of shape (total_rows, *col.shape) into the Jacobian blocks
+    row.shape + col.shape (rows_first) or col.shape + row.shape."""
+    out = []
+    for col, s in zip(col_leaves, stacked):
+        per_row, offset = [], 0
+        for row in row_leaves:
+            part = _lanes.slice_axis(s, 0, offset, offset + row.size, 1)
+            offset += row.size
+            if rows_first:
+                per_row.append(_lanes.reshape(part, row.shape + col.shape))
+            else:
+                flat = _lanes.reshape(part, (row.size, col.size))
+                per_row.append(_lanes.reshape(_lanes.transpose(flat, None), col.shape + row.shape))
+        out.append(per_row)
+    return out
+
+
+def _jacobian(fun: Callable, argnums: int | Sequence[int], reverse: bool,
+              chunk_size: int | None, name: str) -> Callable:
+    @functools.wraps(fun)
+    def jac(*args: Any) -> Any:
+        nums = _argnums_tuple(argnums, len(args), name)
+        chosen = tuple(args[i] for i in nums)
+        in_leaves, in_def = tree_flatten(chosen)
+        in_leaves = _arrays(in_leaves, f"{name} argument")
+        for leaf in in_leaves:
+            if leaf.dtype.kind != "f":
+                raise LanesError(f"{name}: differentiates float arguments only, got {leaf.dtype}")
+
+        def partial(*values: Any) -> Any:
+            return fun(*_substitute(args, nums, values))
+
+        n_in = sum(leaf.size for leaf in in_leaves)
+        if reverse:
+            out, pullback = vjp(partial, *tree_unflatten(in_def, in_leaves))
+            out_leaves, out_def = tree_flatten(out)
+            n_out = sum(leaf.size for leaf in out_leaves)
+            basis = tree_unflatten(out_def, _basis_rows(out_leaves, n_out))
+            rows = vmap(pullback, chunk_size=chunk_size)(basis)  # per input: (n_out, *in)
+            stacked, _ = tree_flatten(rows)
+            blocks = _blocks(stacked, out_leaves, in_leaves, rows_first=True)
+        else:
+            primals = tree_unflatten(in_def, in_leaves)
+            out_probe, _ = jvp(partial, primals, primals)
+            out_leaves, out_def = tree_flatten(out_probe)
+            basis = tree_unflatten(in_def, _basis_rows(in_leaves, n_in))
+
+            def column(tangents: Any) -> Any:
+                return jvp(partial, primals, tangents)[1]
+
+            cols = vmap(column, chunk_size=chunk_size)(basis)  # per output: (n_in, *out)
+            stacked, _ = tree_flatten(cols)
+            by_out = _blocks(stacked, in_leaves, out_leaves, rows_first=False)
+            blocks = [[by_out[o][i] for o in range(len(out_leaves))]
+                      for i in range(len(in_leaves))]
+        # The output's structure, each leaf holding the inputs' structure (a tuple of the
+        # arguments when argnums is a tuple).
+        per_out = []
+        for o in range(len(out_leaves)):
+            per_in = tree_unflatten(in_def, [blocks[i][o] for i in range(len(in_leaves))])
+            per_out.append(per_in[0] if isinstance(argnums, int) else tuple(per_in))
+        return tree_unflatten(out_def, per_out)
+
+    return jac
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, *,
+           chunk_size: int | None = None) -> Callable:
+    """The Jacobian of ``fun`` by reverse mode (jax.jacrev): one vmap of the vjp over the rows
+    of the identity. Each output leaf holds one block per input leaf, shaped
+    ``out.shape + in.shape``; ``chunk_size`` bounds the rows run at once."""
+    return _jacobian(fun, argnums, True, chunk_size, "jacrev")
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, *,
+           chunk_size: int | None = None) -> Callable:
+    """The Jacobian of ``fun`` by forward mode (jax.jacfwd): one vmap of the jvp over the
+    columns of the identity."""
+    return _jacobian(fun, argnums, False, chunk_size, "jacfwd")
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, *,
+            chunk_size: int | None = None) -> Callable:
+    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (jax.hessian)."""
+    return jacfwd(jacrev(fun, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
+
+
+def hvp(fun: Callable) -> Callable:
+    """``hvp(f)(x, v)``: the Hessian of scalar ``f`` at ``x`` times ``v``, forward over reverse;
+    no Hessian is formed."""
+
+    def product(x: Any, v: Any) -> Any:
+        return jvp(grad(fun), (x,), (v,))[1]
+
+    return product
+
+
+def batch_jacobian(fun: Callable) -> Callable:
+    """For ``fun`` mapping a batch ``(B, ...)`` to ``(B, ...)`` with independent examples, each
+    example's Jacobian, ``(B, *out, *in)`` (tf's GradientTape.batch_jacobian): a vmap of
+    jacrev, never the ``(B, ..., B, ...)`` Jacobian."""
+
+    def one(x: Array) -> Array:
+        return fun(_lanes.expand_dims(x, 0))[0]
+
+    return vmap(jacrev(one))
+
+
+# ---- compile ----------------------------------------------------------------------------------
+
+
+def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+    """``fun`` traced and optimized once per signature (jax.jit; lanes::compile): the shapes
+    and dtypes of the array leaves, the pytree structure and the values of the arguments in
+    ``static_argnums`` (hashable Python values, given to ``fun`` as they are)."""
+    statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    cache: dict[Any, tuple[Any, _Outputs]] = {}
+
+    @functools.wraps(fun)
+    def jitted(*args: Any) -> Any:
+        nums = tuple(s % len(args) for s in statics) if args else ()
+        static = tuple(args[i] for i in nums)
+        dynamic = [a for i, a in enumerate(args) if i not in nums]
+        leaves, treedef = tree_flatten(dynamic)
+        try:
+            key = (treedef, static)
+            found = cache.get(key)
+        except TypeError:
+            raise LanesError("jit: static arguments must be hashable") from None
+        if found is None:
+            outputs = _Outputs()
+
+            def flat(leaf_list: list[Array]) -> list[Array]:
+                d = iter(tree_unflatten(treedef, leaf_list))
+                s = iter(static)
+                full = [next(s) if i in nums else next(d) for i in range(len(args))]
+                with tracing("jit"):
+                    out = fun(*full)
+                return outputs.flatten(out, "jit")
+
+            found = cache[key] = (_lanes.Jit(flat), outputs)
+        compiled, outputs = found
+        return outputs.rebuild(compiled(_arrays(leaves, "jit argument")))
+
+    return jitted
+
+
+# ---- looking inside ---------------------------------------------------------------------------
+
+
+def explain(fun: Callable) -> Callable[..., str]:
+    """``explain(lanes.vmap(f))(*args)``: what the vmap runs for these arguments (the batched
+    graph, the strategies chosen, what is materialized), as C++'s lanes::explain prints it.
+    Nothing is computed."""
+    call = getattr(fun, "_lanes_explain", None)
+    if call is None:
+        raise LanesError("explain: the function must be a lanes.vmap(...) result")
+    return call
+
+
+class Graph:
+    """A traced graph, printed like C++'s lanes::Graph (jax.make_jaxpr's result)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+
+def make_graph(fun: Callable) -> Callable[..., Graph]:
+    """``make_graph(f)(*args)``: the graph ``f`` traces to at these arguments (jax.make_jaxpr)."""
+
+    def graph(*args: Any) -> Graph:
+        leaves, treedef = tree_flatten(args)
+        outputs = _Outputs()
+
+        def flat(leaf_list: list[Array]) -> list[Array]:
+            with tracing("make_graph"):
+                out = fun(*tree_unflatten(treedef, leaf_list))
+            return outputs.flatten(out, "make_graph")
+
+        return Graph(_lanes.make_graph(flat, _arrays(leaves, "make_graph argument")))
+
+    return graph
+

@@ -1,0 +1,49 @@
+"""Neural-network helpers (jax.nn's names) over lanes' ops."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from . import _lanes
+from ._lanes import Array
+
+__all__ = [
+    "conv2d",
+    "log_softmax",
+    "logsumexp",
+    "one_hot",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "softmax_cross_entropy",
+]
+
+relu = _lanes.relu
+sigmoid = _lanes.sigmoid
+
+
+def softmax(x: Any, axis: int = -1) -> Array:
+    return _lanes.softmax(x, axis)
+
+
+def log_softmax(x: Any, axis: int = -1) -> Array:
+    return _lanes.log_softmax(x, axis)
+
+
+def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    return _lanes.logsumexp(x, axis, keepdims)
+
+
+def softmax_cross_entropy(logits: Any, labels: Any, axis: int = -1) -> Array:
+    """The cross entropy of softmax(logits) against a distribution ``labels`` along ``axis``."""
+    return _lanes.softmax_cross_entropy(logits, labels, axis)
+
+
+def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Array:
+    return _lanes.one_hot(x, num_classes, dtype)
+
+
+def conv2d(x: Any, weight: Any, stride: Sequence[int] = (1, 1), padding: Sequence[int] = (0, 0),
+           dilation: Sequence[int] = (1, 1), groups: int = 1) -> Array:
+    """2-d cross-correlation, NCHW input (or one CHW example), OIHW weight (PyTorch's layout)."""
+    return _lanes.conv2d(x, weight, list(stride), list(padding), list(dilation), groups)

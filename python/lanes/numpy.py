@@ -1,0 +1,390 @@
+"""numpy's names and signatures over lanes' ops (``import lanes.numpy as lnp``; jax.numpy).
+
+Every function takes Arrays, numpy arrays, nested lists or Python scalars; Python scalars are
+weakly typed (``lnp.multiply(x, 2.0)`` keeps x's float32). A numpy name lanes does not have
+raises AttributeError saying so.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+import numpy as _np
+
+from . import _lanes
+from ._lanes import Array, LanesError
+
+# dtypes are numpy's.
+bool_ = _np.bool_
+uint8 = _np.uint8
+int32 = _np.int32
+int64 = _np.int64
+float32 = _np.float32
+float64 = _np.float64
+dtype = _np.dtype
+pi = _np.pi
+e = _np.e
+inf = _np.inf
+nan = _np.nan
+newaxis = None
+ndarray = Array
+
+# ---- elementwise ------------------------------------------------------------------------------
+
+abs = absolute = _lanes.abs
+negative = _lanes.negative
+exp = _lanes.exp
+log = _lanes.log
+log1p = _lanes.log1p
+expm1 = _lanes.expm1
+sqrt = _lanes.sqrt
+tanh = _lanes.tanh
+sin = _lanes.sin
+cos = _lanes.cos
+sign = _lanes.sign
+floor = _lanes.floor
+ceil = _lanes.ceil
+round = _lanes.round
+square = _lanes.square
+logical_not = _lanes.logical_not
+add = _lanes.add
+subtract = _lanes.subtract
+multiply = _lanes.multiply
+divide = true_divide = _lanes.divide
+power = _lanes.power
+maximum = _lanes.maximum
+minimum = _lanes.minimum
+arctan2 = _lanes.arctan2
+equal = _lanes.equal
+not_equal = _lanes.not_equal
+less = _lanes.less
+less_equal = _lanes.less_equal
+greater = _lanes.greater
+greater_equal = _lanes.greater_equal
+logical_and = _lanes.logical_and
+logical_or = _lanes.logical_or
+matmul = _lanes.matmul
+dot = _lanes.dot
+outer = _lanes.outer
+
+
+def asarray(a: Any, dtype: Any = None) -> Array:
+    """``a`` as an Array (no copy for numpy arrays lanes can view); ``dtype`` converts."""
+    return _lanes.asarray(a, dtype)
+
+
+def array(a: Any, dtype: Any = None) -> Array:
+    """``a`` as an Array (lanes arrays are immutable, so sharing memory is safe)."""
+    return _lanes.asarray(a, dtype)
+
+
+def positive(x: Any) -> Array:
+    return asarray(x)
+
+
+def reciprocal(x: Any) -> Array:
+    return _lanes.divide(1.0, x)
+
+
+def logical_xor(a: Any, b: Any) -> Array:
+    return _lanes.not_equal(_lanes.cast(a, bool_), _lanes.cast(b, bool_))
+
+
+def floor_divide(a: Any, b: Any) -> Array:
+    a = asarray(a)
+    return a // b
+
+
+def mod(a: Any, b: Any) -> Array:
+    a = asarray(a)
+    return a % b
+
+
+remainder = mod
+
+
+def isnan(x: Any) -> Array:
+    x = asarray(x)
+    return _lanes.not_equal(x, x)
+
+
+def isfinite(x: Any) -> Array:
+    x = asarray(x)
+    return _lanes.less(_lanes.abs(x), _np.inf) if x.dtype.kind == "f" else full_like(x, True, bool_)
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Array:
+    """``x`` where ``condition`` holds, else ``y`` (broadcast). The one-argument form (indices
+    of the true elements) has a value-dependent shape and is not supported."""
+    if x is None or y is None:
+        raise LanesError("where(condition) without x and y is not supported (its shape depends "
+                         "on the values); use where(condition, x, y)")
+    return _lanes.where(condition, x, y)
+
+
+def clip(a: Any, a_min: Any = None, a_max: Any = None) -> Array:
+    a = asarray(a)
+    lo = -_np.inf if a_min is None else a_min
+    hi = _np.inf if a_max is None else a_max
+    return _lanes.clip(a, lo, hi)
+
+
+# ---- reductions -------------------------------------------------------------------------------
+
+
+def _prepared(a: Any, dtype: Any, where: Any, identity: float) -> Array:
+    a = asarray(a)
+    if dtype is not None:
+        a = _lanes.cast(a, dtype)
+    if where is not None:
+        a = _lanes.where(where, a, identity)
+    return a
+
+
+def sum(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False,
+        where: Any = None) -> Array:
+    return _lanes.sum(_prepared(a, dtype, where, 0.0), axis, keepdims)
+
+
+def prod(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False,
+         where: Any = None) -> Array:
+    return _lanes.prod(_prepared(a, dtype, where, 1.0), axis, keepdims)
+
+
+def mean(a: Any, axis: Any = None, dtype: Any = None, keepdims: bool = False,
+         where: Any = None) -> Array:
+    if where is None:
+        return _lanes.mean(_prepared(a, dtype, None, 0.0), axis, keepdims)
+    a = _prepared(a, dtype, where, 0.0)
+    count = _lanes.sum(_lanes.cast(_lanes.broadcast_to(where, a.shape), a.dtype), axis, keepdims)
+    return _lanes.divide(_lanes.sum(a, axis, keepdims), count)
+
+
+def max(a: Any, axis: Any = None, keepdims: bool = False, initial: Any = None,
+        where: Any = None) -> Array:
+    a = _prepared(a, None, where, -_np.inf)
+    out = _lanes.max(a, axis, keepdims)
+    return out if initial is None else _lanes.maximum(out, initial)
+
+
+def min(a: Any, axis: Any = None, keepdims: bool = False, initial: Any = None,
+        where: Any = None) -> Array:
+    a = _prepared(a, None, where, _np.inf)
+    out = _lanes.min(a, axis, keepdims)
+    return out if initial is None else _lanes.minimum(out, initial)
+
+
+amax, amin = max, min
+
+
+def any(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    return _lanes.greater(_lanes.max(_lanes.cast(a, int32), axis, keepdims), 0)
+
+
+def all(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    return _lanes.greater(_lanes.min(_lanes.cast(a, int32), axis, keepdims), 0)
+
+
+def var(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0,
+        keepdims: bool = False) -> Array:
+    a = _prepared(a, dtype, None, 0.0)
+    centered = a - _lanes.mean(a, axis, True)
+    n = a.size if axis is None else _np.prod([a.shape[i] for i in _axes(axis, a.ndim)])
+    return _lanes.sum(centered * centered, axis, keepdims) / (n - ddof)
+
+
+def std(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0,
+        keepdims: bool = False) -> Array:
+    return _lanes.sqrt(var(a, axis, dtype, ddof, keepdims))
+
+
+def _axes(axis: Any, ndim: int) -> list[int]:
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    return [a % ndim for a in axes]
+
+
+def _flat_or(a: Any, axis: Any) -> tuple[Array, int]:
+    a = asarray(a)
+    return (_lanes.reshape(a, (a.size,)), 0) if axis is None else (a, axis)
+
+
+def argmax(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    x, ax = _flat_or(a, axis)
+    return _lanes.argmax(x, ax, keepdims)
+
+
+def argmin(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    x, ax = _flat_or(a, axis)
+    return _lanes.argmin(x, ax, keepdims)
+
+
+def cumsum(a: Any, axis: Any = None, dtype: Any = None) -> Array:
+    x, ax = _flat_or(_prepared(a, dtype, None, 0.0), axis)
+    return _lanes.cumsum(x, ax, False)
+
+
+def cumprod(a: Any, axis: Any = None, dtype: Any = None) -> Array:
+    x, ax = _flat_or(_prepared(a, dtype, None, 0.0), axis)
+    return _lanes.cumprod(x, ax, False)
+
+
+def sort(a: Any, axis: int = -1) -> Array:
+    x, ax = _flat_or(a, axis)
+    return _lanes.sort(x, ax)
+
+
+def argsort(a: Any, axis: int = -1) -> Array:
+    x, ax = _flat_or(a, axis)
+    return _lanes.argsort(x, ax)
+
+
+def searchsorted(a: Any, v: Any, side: str = "left") -> Array:
+    return _lanes.searchsorted(a, v, side)
+
+
+# ---- shapes -----------------------------------------------------------------------------------
+
+
+def reshape(a: Any, newshape: Any) -> Array:
+    return asarray(a).reshape(newshape)
+
+
+def ravel(a: Any) -> Array:
+    a = asarray(a)
+    return _lanes.reshape(a, (a.size,))
+
+
+def transpose(a: Any, axes: Sequence[int] | None = None) -> Array:
+    return _lanes.transpose(a, None if axes is None else list(axes))
+
+
+moveaxis = _lanes.moveaxis
+swapaxes = _lanes.swapaxes
+
+
+def expand_dims(a: Any, axis: int | Sequence[int]) -> Array:
+    a = asarray(a)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    ndim = a.ndim + len(axes)
+    for ax in sorted(x % ndim for x in axes):
+        a = _lanes.expand_dims(a, ax)
+    return a
+
+
+def squeeze(a: Any, axis: Any = None) -> Array:
+    return _lanes.squeeze(a, axis)
+
+
+def broadcast_to(a: Any, shape: Any) -> Array:
+    return _lanes.broadcast_to(a, shape)
+
+
+def concatenate(arrays: Sequence[Any], axis: int = 0) -> Array:
+    return _lanes.concatenate(list(arrays), axis)
+
+
+def stack(arrays: Sequence[Any], axis: int = 0) -> Array:
+    return _lanes.stack(list(arrays), axis)
+
+
+def flip(m: Any, axis: Any = None) -> Array:
+    return _lanes.flip(m, axis)
+
+
+def take(a: Any, indices: Any, axis: int | None = None) -> Array:
+    x, ax = _flat_or(a, axis)
+    return _lanes.take(x, asarray(indices), ax)
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: float = 0) -> Array:
+    if mode != "constant":
+        raise LanesError(f"pad: mode '{mode}' is not supported (only 'constant')")
+    array = asarray(array)
+    widths = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (array.ndim, 2))
+    return _lanes.pad(array, [int(w) for w in widths[:, 0]], [int(w) for w in widths[:, 1]],
+                      float(constant_values))
+
+
+def einsum(subscripts: str, *operands: Any) -> Array:
+    return _lanes.einsum(subscripts, list(operands))
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Array:
+    a, b = asarray(a), asarray(b)
+    if isinstance(axes, int):
+        a_axes = list(range(a.ndim - axes, a.ndim))
+        b_axes = list(range(axes))
+    else:
+        a_axes, b_axes = ([x] if isinstance(x, int) else list(x) for x in axes)
+    return _lanes.tensordot(a, b, a_axes, b_axes)
+
+
+# ---- creation ---------------------------------------------------------------------------------
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    return (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(shape)
+
+
+def zeros(shape: Any, dtype: Any = None) -> Array:
+    return _lanes.full(_shape(shape), 0.0, dtype)
+
+
+def ones(shape: Any, dtype: Any = None) -> Array:
+    return _lanes.full(_shape(shape), 1.0, dtype)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
+    if dtype is None and isinstance(fill_value, builtins.bool):
+        dtype = bool_
+    elif dtype is None and isinstance(fill_value, int):
+        dtype = int32
+    return _lanes.full(_shape(shape), float(fill_value), dtype)
+
+
+def zeros_like(a: Any, dtype: Any = None) -> Array:
+    a = asarray(a)
+    return _lanes.full(a.shape, 0.0, a.dtype if dtype is None else dtype)
+
+
+def ones_like(a: Any, dtype: Any = None) -> Array:
+    a = asarray(a)
+    return _lanes.full(a.shape, 1.0, a.dtype if dtype is None else dtype)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Array:
+    a = asarray(a)
+    return _lanes.full(a.shape, float(fill_value), a.dtype if dtype is None else dtype)
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Array:
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        ints = builtins.all(isinstance(v, (int, _np.integer)) for v in (start, stop, step))
+        dtype = int32 if ints else float32
+    return _lanes.arange(float(start), float(stop), float(step), dtype)
+
+
+def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True,
+             dtype: Any = None) -> Array:
+    div = (num - 1) if endpoint else num
+    step = (stop - start) / div if div > 0 else 0.0
+    steps = _lanes.cast(_lanes.iota((num,), 0, int32), float64)
+    out = steps * step + start
+    return _lanes.cast(out, float32 if dtype is None else dtype)
+
+
+def eye(N: int, dtype: Any = None) -> Array:
+    return _lanes.eye(N, dtype)
+
+
+identity = eye
+
+
+def __getattr__(name: str) -> Any:
+    if hasattr(_np, name):
+        raise AttributeError(f"lanes.numpy has no '{name}': numpy's {name} is not implemented in "
+                             "lanes yet")
+    raise AttributeError(f"module 'lanes.numpy' has no attribute '{name}'")

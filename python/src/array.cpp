@@ -1,0 +1,276 @@
+// lanes.Array: a Tensor with numpy's and jax's array protocol. Indexing and `.at` live in Python
+// (lanes/_indexing.py) over the ops bound here; everything else is a thin call into the C++ API.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <sstream>
+
+#include "bindings.h"
+
+namespace lanes::python {
+namespace {
+
+nb::tuple shape_tuple(const Tensor& t) {
+  nb::list dims;
+  for (int64_t d : t.shape()) dims.append(d);
+  return nb::tuple(dims);
+}
+
+std::string type_string(const Tensor& t) {
+  std::string s = dtype_name(t.dtype());
+  s += '[';
+  for (size_t i = 0; i < t.shape().size(); ++i) s += (i ? "," : "") + std::to_string(t.shape()[i]);
+  return s + ']';
+}
+
+std::string array_repr(const Tensor& t) {
+  if (!t.defined()) return "Array(undefined)";
+  if (t.is_tracer()) return "Traced<" + type_string(t) + ">";
+  std::ostringstream os;
+  os << t;
+  std::string s = os.str();
+  // C++ prints numpy's `array(...)`; jax's arrays print as `Array(...)`.
+  if (s.rfind("array(", 0) == 0) {
+    s[0] = 'A';
+    // Continuation lines were indented for "array(": the same width, nothing to change.
+  }
+  return s;
+}
+
+// A binary operator with a Python value on either side (weakly typed scalars).
+template <class Op>
+auto binary(Op op, bool reflected = false) {
+  return [op, reflected](const Tensor& self, nb::handle other) -> nb::object {
+    Tensor b;
+    try {
+      b = to_operand(other, self);
+    } catch (const Error&) {
+      return nb::borrow(Py_NotImplemented);  // let the other operand try (numpy, torch)
+    }
+    Tensor out;
+    {
+      nb::gil_scoped_release release;
+      out = reflected ? op(b, self) : op(self, b);
+    }
+    return nb::cast(std::move(out));
+  };
+}
+
+template <class Op>
+auto unary(Op op) {
+  return [op](const Tensor& self) {
+    nb::gil_scoped_release release;
+    return op(self);
+  };
+}
+
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  const Tensor q = floor(divide(a, b));
+  return cast(q, promote_types(a.dtype(), b.dtype()));
+}
+
+Tensor modulo(const Tensor& a, const Tensor& b) { return a - floor_divide(a, b) * b; }
+
+Tensor reduce(Tensor (*op)(const Tensor&, const Axes&, bool), const Tensor& x, nb::handle axis,
+              bool keepdims) {
+  const std::optional<std::vector<int64_t>> axes = to_axes(axis);
+  nb::gil_scoped_release release;
+  return op(x, axes ? Axes(*axes) : Axes{}, keepdims);
+}
+
+Shape to_shape(nb::handle shape) {
+  if (PyLong_Check(shape.ptr())) return Shape{nb::cast<int64_t>(shape)};
+  Shape s;
+  for (nb::handle d : shape) s.push_back(nb::cast<int64_t>(d));
+  return s;
+}
+
+// reshape(2, 3), reshape((2, 3)), with one -1 inferred as numpy does.
+Tensor reshape_like_numpy(const Tensor& x, nb::args args) {
+  Shape shape = args.size() == 1 ? to_shape(args[0]) : to_shape(args);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      check(infer < 0, "reshape: only one dimension may be -1, got ", fmt(shape));
+      infer = int64_t(i);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    check(known != 0 && x.numel() % known == 0, "reshape: cannot reshape an array of shape ",
+          fmt(x.shape()), " into ", fmt(shape));
+    shape[size_t(infer)] = x.numel() / known;
+  }
+  nb::gil_scoped_release release;
+  return reshape(x, shape);
+}
+
+}  // namespace
+
+void bind_array(nb::module_& m) {
+  nb::class_<Tensor> array(m, "Array",
+                           "An n-dimensional array of lanes (jax.Array): numpy's array protocol, "
+                           "jax's operators and weak typing of Python scalars.");
+  array.def_prop_ro("shape", &shape_tuple, "The dimensions, a tuple of ints.")
+      .def_prop_ro(
+          "dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); },
+          "The element type, a numpy dtype.")
+      .def_prop_ro("ndim", &Tensor::ndim, "The number of dimensions.")
+      .def_prop_ro("size", &Tensor::numel, "The number of elements.")
+      .def_prop_ro("T", unary([](const Tensor& t) { return transpose(t); }),
+                   "The array with its axes reversed.")
+      .def_prop_ro("is_traced", &Tensor::is_tracer,
+                   "Whether this array stands for a value a transform is tracing.")
+      .def("__repr__", &array_repr)
+      .def("__str__", &array_repr)
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t.ndim() == 0) throw nb::type_error("len() of a 0-d array");
+             return t.shape()[0];
+           })
+      .def("__bool__",
+           [](const Tensor& t) {
+             check_concrete(t, "bool()");
+             check(t.numel() == 1, "bool(): the truth value of an array with ", t.numel(),
+                   " elements is ambiguous; use .any() or .all()");
+             return t.item<double>() != 0;
+           })
+      .def("__float__",
+           [](const Tensor& t) {
+             check_concrete(t, "float()");
+             check(t.numel() == 1, "float(): only arrays of one element convert, got shape ",
+                   fmt(t.shape()));
+             return t.item<double>();
+           })
+      .def("__int__",
+           [](const Tensor& t) {
+             check_concrete(t, "int()");
+             check(t.numel() == 1, "int(): only arrays of one element convert, got shape ",
+                   fmt(t.shape()));
+             return t.item<int64_t>();
+           })
+      .def("__index__",
+           [](const Tensor& t) {
+             check_concrete(t, "__index__()");
+             if (!is_integral(t.dtype()) || t.ndim() != 0)
+               throw nb::type_error("only 0-d integer arrays can be used as an index");
+             return t.item<int64_t>();
+           })
+      .def(
+          "item",
+          [](const Tensor& t) -> nb::object {
+            check_concrete(t, "item()");
+            return to_numpy(t).attr("item")();
+          },
+          "The single element as a Python scalar.")
+      .def(
+          "tolist",
+          [](const Tensor& t) -> nb::object {
+            check_concrete(t, "tolist()");
+            return to_numpy(t).attr("tolist")();
+          },
+          "The elements as nested Python lists.")
+      .def(
+          "__array__",
+          [](const Tensor& t, nb::handle dtype, nb::handle copy) {
+            nb::object a = to_numpy(t);
+            if (!dtype.is_none()) a = a.attr("astype")(dtype);
+            if (!copy.is_none() && nb::cast<bool>(copy)) a = a.attr("copy")();
+            return a;
+          },
+          nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none(),
+          "A read-only numpy view of the array, without a copy.")
+      .def(
+          "__dlpack__",
+          [](const Tensor& t, nb::kwargs kwargs) {
+            return to_dlpack_owner(t).attr("__dlpack__")(**kwargs);
+          },
+          "A DLPack capsule viewing the array (numpy.from_dlpack, torch.from_dlpack).")
+      .def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(1, 0); })
+      .def(
+          "astype",
+          [](const Tensor& t, nb::handle dtype) {
+            const DType d = to_dtype(dtype);
+            nb::gil_scoped_release release;
+            return cast(t, d);
+          },
+          nb::arg("dtype"), "The array converted to `dtype`.")
+      .def("reshape", &reshape_like_numpy, "The array with a new shape (one dim may be -1).")
+      .def("flatten", unary([](const Tensor& t) { return flatten(t); }))
+      .def("ravel", unary([](const Tensor& t) { return flatten(t); }))
+      .def(
+          "transpose",
+          [](const Tensor& t, nb::args axes) {
+            std::vector<int64_t> perm;
+            if (axes.size() == 1 && !axes[0].is_none() && !PyLong_Check(axes[0].ptr()))
+              for (nb::handle a : axes[0]) perm.push_back(nb::cast<int64_t>(a));
+            else
+              for (nb::handle a : axes) perm.push_back(nb::cast<int64_t>(a));
+            nb::gil_scoped_release release;
+            return transpose(t, perm);
+          },
+          "The array with its axes permuted (reversed when none given).")
+      .def(
+          "squeeze",
+          [](const Tensor& t, nb::handle axis) {
+            const auto axes = to_axes(axis);
+            nb::gil_scoped_release release;
+            return squeeze(t, axes ? Axes(*axes) : Axes{});
+          },
+          nb::arg("axis").none() = nb::none())
+      .def("__neg__", unary([](const Tensor& t) { return negative(t); }))
+      .def("__pos__", [](const Tensor& t) { return t; })
+      .def("__abs__", unary([](const Tensor& t) { return abs(t); }))
+      .def("__invert__", unary([](const Tensor& t) {
+             check(t.dtype() == kBool, "~: lanes inverts bool arrays only, got ",
+                   dtype_name(t.dtype()));
+             return logical_not(t);
+           }))
+      .def("__add__", binary(add))
+      .def("__radd__", binary(add, true))
+      .def("__sub__", binary(subtract))
+      .def("__rsub__", binary(subtract, true))
+      .def("__mul__", binary(multiply))
+      .def("__rmul__", binary(multiply, true))
+      .def("__truediv__", binary(divide))
+      .def("__rtruediv__", binary(divide, true))
+      .def("__floordiv__", binary(floor_divide))
+      .def("__rfloordiv__", binary(floor_divide, true))
+      .def("__mod__", binary(modulo))
+      .def("__rmod__", binary(modulo, true))
+      .def("__pow__", binary(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&lanes::pow)))
+      .def("__rpow__",
+           binary(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&lanes::pow), true))
+      .def("__matmul__", binary(matmul))
+      .def("__rmatmul__", binary(matmul, true))
+      .def("__lt__", binary(less))
+      .def("__le__", binary(less_equal))
+      .def("__gt__", binary(greater))
+      .def("__ge__", binary(greater_equal))
+      .def("__eq__", binary(equal))
+      .def("__ne__", binary(not_equal))
+      .def("__and__", binary(logical_and))
+      .def("__rand__", binary(logical_and, true))
+      .def("__or__", binary(logical_or))
+      .def("__ror__", binary(logical_or, true))
+      .def("__xor__", binary(not_equal))
+      .def("__rxor__", binary(not_equal, true));
+  array.attr("__hash__") = nb::none();     // mutable-looking, compared elementwise: unhashable
+  array.attr("__array_priority__") = 100;  // numpy defers `ndarray + Array` to us
+
+  // Reductions with numpy's axis / keepdims.
+  using Reduce = Tensor (*)(const Tensor&, const Axes&, bool);
+  const std::pair<const char*, Reduce> reductions[] = {
+      {"sum", &sum}, {"mean", &mean}, {"prod", &prod}, {"max", &max}, {"min", &min}};
+  for (const auto& [name, op] : reductions)
+    array.def(
+        name,
+        [op = op](const Tensor& x, nb::handle axis, bool keepdims) {
+          return reduce(op, x, axis, keepdims);
+        },
+        nb::arg("axis").none() = nb::none(), nb::arg("keepdims") = false);
+}
+
+}  // namespace lanes::python

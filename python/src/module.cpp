@@ -1,0 +1,22 @@
+// lanes._lanes: the extension module under the Python package (python/lanes/). One file per
+// area registers its names; the Python modules arrange them as jax's API.
+#include "bindings.h"
+
+namespace lanes::python {
+
+void bind_errors(nb::module_& m) {
+  // lanes::Error -> lanes.LanesError (a ValueError) with the same message.
+  nb::exception<Error>(m, "LanesError", PyExc_ValueError);
+}
+
+}  // namespace lanes::python
+
+NB_MODULE(_lanes, m) {
+  using namespace lanes::python;
+  m.doc() = "lanes' C++ core; import lanes for the Python API.";
+  bind_errors(m);
+  bind_array(m);
+  bind_ops(m);
+  bind_transforms(m);
+  bind_control_flow(m);
+}
