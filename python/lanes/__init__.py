@@ -25,18 +25,27 @@ from ._api import (
     vjp,
     vmap,
 )
+from ._custom import custom_jvp, custom_vjp, custom_vmap
 from ._indexing import at as _at
 from ._indexing import getitem as _getitem
 from ._indexing import setitem as _setitem
 from ._lanes import Array, LanesError, num_threads, set_num_threads
 from ._tracing import ConcretizationError
 
+Variable = _lanes.Variable
+from . import lax, nn, random, tree_util  # noqa: E402  (after Array is complete)
+from . import numpy as numpy  # noqa: E402
+
 __all__ = [
     "Array",
     "ConcretizationError",
     "LanesError",
+    "Variable",
     "asarray",
     "batch_jacobian",
+    "custom_jvp",
+    "custom_vjp",
+    "custom_vmap",
     "explain",
     "from_dlpack",
     "grad",
@@ -46,9 +55,14 @@ __all__ = [
     "jacrev",
     "jit",
     "jvp",
+    "lax",
     "make_graph",
+    "nn",
     "num_threads",
+    "numpy",
+    "random",
     "set_num_threads",
+    "tree_util",
     "value_and_grad",
     "vjp",
     "vmap",

@@ -15,11 +15,17 @@ from ._lanes import Array, LanesError
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = [
+    "all_gather",
+    "axis_index",
     "cond",
     "dynamic_slice",
     "dynamic_update_slice",
     "fori_loop",
     "map",
+    "pmax",
+    "pmean",
+    "pmin",
+    "psum",
     "scan",
     "stop_gradient",
     "switch",
@@ -112,10 +118,9 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
             raise LanesError(f"scan: f returned the carry {new_def}, the init is {c_def}")
         return _arrays(new_leaves, "scan carry"), ys.flatten(out[1], "scan y")
 
-    out = _lanes.scan(step, _arrays(c_leaves, "scan init"), _arrays(x_leaves, "scan xs"),
-                      length, reverse)
-    n = len(c_leaves)
-    return tree_unflatten(c_def, out[:n]), ys.rebuild(out[n:])
+    carry, y_leaves = _lanes.scan(step, _arrays(c_leaves, "scan init"),
+                                  _arrays(x_leaves, "scan xs"), length, reverse)
+    return tree_unflatten(c_def, carry), ys.rebuild(y_leaves)
 
 
 def map(f: Callable, xs: Any, batch_size: int | None = None) -> Any:
@@ -141,3 +146,31 @@ def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]
 
 
 stop_gradient = _lanes.stop_gradient
+
+
+def psum(x: Any, axis_name: str) -> Array:
+    """The sum of x over the examples of the vmap named ``axis_name``."""
+    return _lanes.psum(x, axis_name)
+
+
+def pmean(x: Any, axis_name: str) -> Array:
+    """The mean of x over the examples of the vmap named ``axis_name``."""
+    return _lanes.pmean(x, axis_name)
+
+
+def pmax(x: Any, axis_name: str) -> Array:
+    return _lanes.pmax(x, axis_name)
+
+
+def pmin(x: Any, axis_name: str) -> Array:
+    return _lanes.pmin(x, axis_name)
+
+
+def all_gather(x: Any, axis_name: str, *, axis: int = 0) -> Array:
+    """Every example's x, stacked along ``axis``."""
+    return _lanes.all_gather(x, axis_name, axis)
+
+
+def axis_index(axis_name: str) -> Array:
+    """This example's index along the vmap named ``axis_name``."""
+    return _lanes.axis_index(axis_name)

@@ -9,6 +9,7 @@ from ._lanes import Array
 
 __all__ = [
     "conv2d",
+    "dropout",
     "log_softmax",
     "logsumexp",
     "one_hot",
@@ -47,3 +48,9 @@ def conv2d(x: Any, weight: Any, stride: Sequence[int] = (1, 1), padding: Sequenc
            dilation: Sequence[int] = (1, 1), groups: int = 1) -> Array:
     """2-d cross-correlation, NCHW input (or one CHW example), OIHW weight (PyTorch's layout)."""
     return _lanes.conv2d(x, weight, list(stride), list(padding), list(dilation), groups)
+
+
+def dropout(x: Any, rate: float, key: Any, training: bool = True) -> Array:
+    """Inverted dropout: each element kept with probability 1 - rate and scaled by
+    1 / (1 - rate) when training, x itself otherwise. ``key``: a random key or Generator."""
+    return _lanes.random.dropout(x, float(rate), key, training)

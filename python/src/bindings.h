@@ -46,5 +46,7 @@ void bind_ops(nb::module_& m);
 void bind_transforms(nb::module_& m);
 void bind_control_flow(nb::module_& m);
 void bind_random(nb::module_& m);
+void bind_variables(nb::module_& m);
+void bind_custom(nb::module_& m);
 
 }  // namespace lanes::python

@@ -368,6 +368,24 @@ void bind_creation(nb::module_& m) {
       nb::arg("shape"), nb::arg("dimension"), nb::arg("dtype").none() = nb::none());
 }
 
+void bind_collectives(nb::module_& m) {
+  using Collective = Tensor (*)(const Tensor&, const std::string&);
+  const std::pair<const char*, Collective> collectives[] = {
+      {"psum", &psum}, {"pmean", &pmean}, {"pmax", &pmax}, {"pmin", &pmin}};
+  for (const auto& [name, op] : collectives)
+    m.def(name, [op = op](nb::handle x, const std::string& axis) {
+      const Tensor t = to_tensor(x);
+      nb::gil_scoped_release release;
+      return op(t, axis);
+    });
+  m.def("all_gather", [](nb::handle x, const std::string& axis, int64_t gather_axis) {
+    const Tensor t = to_tensor(x);
+    nb::gil_scoped_release release;
+    return all_gather(t, axis, gather_axis);
+  });
+  m.def("axis_index", [](const std::string& axis) { return axis_index(axis); });
+}
+
 }  // namespace
 
 void bind_ops(nb::module_& m) {
@@ -375,6 +393,7 @@ void bind_ops(nb::module_& m) {
   bind_reductions(m);
   bind_shapes(m);
   bind_creation(m);
+  bind_collectives(m);
   m.def("set_num_threads", &set_num_threads, nb::arg("n"),
         "Sets the threads lanes' kernels use (>= 1).");
   m.def("num_threads", &num_threads, "The threads lanes' kernels use.");

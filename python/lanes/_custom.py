@@ -1,0 +1,158 @@
+"""Custom derivative and batching rules as decorators (jax.custom_vjp, custom_jvp and
+jax.custom_batching.custom_vmap) over lanes' C++ custom rules."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from . import _lanes
+from ._api import _arrays, _Outputs
+from ._lanes import Array, LanesError
+from .tree_util import tree_flatten, tree_unflatten
+
+
+def _zeros_like(a: Array) -> Array:
+    return _lanes.full(a.shape, 0.0, a.dtype)
+
+
+class custom_vjp:
+    """``f`` with a reverse-mode rule::
+
+        @lanes.custom_vjp
+        def f(x, y): ...
+        def f_fwd(x, y): return f(x, y), residuals
+        def f_bwd(residuals, g): return (gx, gy)   # one per argument; None means zero
+        f.defvjp(f_fwd, f_bwd)
+    """
+
+    def __init__(self, fun: Callable) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fwd is None or self.bwd is None:
+            raise LanesError(f"custom_vjp: {self.__name__} has no rule; call defvjp(fwd, bwd)")
+        fwd, bwd = self.fwd, self.bwd
+        leaves, treedef = tree_flatten(args)
+        leaves = _arrays(leaves, "custom_vjp argument")
+        outputs, residuals = _Outputs(), _Outputs()
+
+        def flat_f(ls: list[Array]) -> list[Array]:
+            return outputs.flatten(self.fun(*tree_unflatten(treedef, ls)), "custom_vjp")
+
+        def flat_fwd(ls: list[Array]) -> tuple[list[Array], list[Array]]:
+            out = fwd(*tree_unflatten(treedef, ls))
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise LanesError("custom_vjp: fwd must return (output, residuals)")
+            return outputs.flatten(out[0], "custom_vjp fwd"), residuals.flatten(out[1], "residual")
+
+        def flat_bwd(res: list[Array], ct: list[Array]) -> list[Array]:
+            cts = bwd(residuals.rebuild(res), outputs.rebuild(ct))
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(args):
+                raise LanesError(f"custom_vjp: bwd must return a tuple of {len(args)} "
+                                 "cotangents, one per argument")
+            per_arg = [tree_flatten(c)[0] if c is not None else None for c in cts]
+            flat: list[Any] = []
+            for arg, c in zip(args, per_arg):
+                arg_leaves = _arrays(tree_flatten(arg)[0], "custom_vjp")
+                flat.extend(_zeros_like(a) for a in arg_leaves) if c is None else flat.extend(c)
+            return _arrays(flat, "custom_vjp cotangent")
+
+        return outputs.rebuild(_lanes.custom_vjp_call(flat_f, flat_fwd, flat_bwd, leaves))
+
+
+class custom_jvp:
+    """``f`` with a forward-mode rule::
+
+        @lanes.custom_jvp
+        def f(x): ...
+        @f.defjvp
+        def f_jvp(primals, tangents): return f(*primals), tangent_out
+    """
+
+    def __init__(self, fun: Callable) -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.rule: Callable | None = None
+
+    def defjvp(self, rule: Callable) -> Callable:
+        self.rule = rule
+        return rule
+
+    def __call__(self, *args: Any) -> Any:
+        if self.rule is None:
+            raise LanesError(f"custom_jvp: {self.__name__} has no rule; use @f.defjvp")
+        rule = self.rule
+        leaves, treedef = tree_flatten(args)
+        outputs = _Outputs()
+
+        def flat_f(ls: list[Array]) -> list[Array]:
+            return outputs.flatten(self.fun(*tree_unflatten(treedef, ls)), "custom_jvp")
+
+        def flat_rule(p: list[Array], t: list[Array]) -> tuple[list[Array], list[Array]]:
+            out = rule(tuple(tree_unflatten(treedef, p)), tuple(tree_unflatten(treedef, t)))
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise LanesError("custom_jvp: the rule must return (output, tangent_out)")
+            tangent = _Outputs()
+            return outputs.flatten(out[0], "custom_jvp"), tangent.flatten(out[1], "tangent")
+
+        return outputs.rebuild(
+            _lanes.custom_jvp_call(flat_f, flat_rule, _arrays(leaves, "custom_jvp argument")))
+
+
+class custom_vmap:
+    """``f`` with a batching rule (jax.custom_batching.custom_vmap)::
+
+        @lanes.custom_vmap
+        def f(x): ...
+        @f.def_vmap
+        def rule(axis_size, in_batched, *args): return out, out_batched
+
+    ``in_batched`` mirrors the arguments with a bool per leaf; ``out_batched`` mirrors the output.
+    """
+
+    def __init__(self, fun: Callable, name: str = "") -> None:
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.name = name or getattr(fun, "__name__", "")
+        self.rule: Callable | None = None
+        self._by_structure: dict[Any, tuple[Any, _Outputs]] = {}
+
+    def def_vmap(self, rule: Callable) -> Callable:
+        self.rule = rule
+        self._by_structure.clear()
+        return rule
+
+    def __call__(self, *args: Any) -> Any:
+        if self.rule is None:
+            raise LanesError(f"custom_vmap: {self.__name__} has no rule; use @f.def_vmap")
+        leaves, treedef = tree_flatten(args)
+        found = self._by_structure.get(treedef)
+        if found is None:
+            outputs, rule, fun = _Outputs(), self.rule, self.fun
+
+            def flat_f(ls: list[Array]) -> list[Array]:
+                return outputs.flatten(fun(*tree_unflatten(treedef, ls)), "custom_vmap")
+
+            def flat_rule(size: int, batched: list[bool], ls: list[Array]) -> tuple:
+                in_batched = tree_unflatten(treedef, batched)
+                out, out_batched = rule(size, in_batched, *tree_unflatten(treedef, ls))
+                out_leaves = outputs.flatten(out, "custom_vmap rule")
+                assert outputs.tree is not None
+                flags = tree_flatten(out_batched)[0]
+                if isinstance(out_batched, bool):
+                    flags = [out_batched] * outputs.tree.num_leaves
+                if len(flags) != len(out_leaves):
+                    raise LanesError("custom_vmap: out_batched must mirror the rule's output")
+                return out_leaves, [bool(b) for b in flags]
+
+            found = (_lanes.CustomVmap(flat_f, flat_rule, self.name), outputs)
+            self._by_structure[treedef] = found
+        call, outputs = found
+        return outputs.rebuild(call(_arrays(leaves, "custom_vmap argument")))

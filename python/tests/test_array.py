@@ -1,0 +1,525 @@
+"""lanes.Array: properties, operators, indexing, .at updates and numpy / DLPack interop."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import lanes
+from conftest import assert_close, assert_equal
+
+
+def data_address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+@pytest.fixture
+def a() -> np.ndarray:
+    return np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5
+
+
+# ---- properties -------------------------------------------------------------------------------
+
+
+def test_shape_is_tuple_of_ints(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    assert x.shape == (2, 3, 4)
+    assert isinstance(x.shape, tuple)
+    assert all(isinstance(d, int) for d in x.shape)
+
+
+def test_dtype_is_numpy_dtype(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    assert isinstance(x.dtype, np.dtype)
+    assert x.dtype == np.float32
+    assert lanes.asarray(a.astype(np.float64)).dtype == np.dtype(np.float64)
+    assert lanes.asarray(a.astype(np.int64)).dtype == np.dtype(np.int64)
+    assert lanes.asarray(a > 0).dtype == np.dtype(np.bool_)
+
+
+def test_ndim_size_len(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    assert x.ndim == 3
+    assert x.size == 24
+    assert len(x) == 2
+    s = lanes.asarray(np.float32(3.0))
+    assert s.ndim == 0 and s.size == 1 and s.shape == ()
+
+
+def test_transpose_property(a: np.ndarray) -> None:
+    assert_equal(lanes.asarray(a).T, a.T)
+
+
+def test_item_and_tolist(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    assert lanes.asarray(np.float32(2.5)).item() == 2.5
+    assert isinstance(lanes.asarray(np.int32(7)).item(), int)
+    assert x.tolist() == a.tolist()
+    assert lanes.asarray(a[0, 0, :1]).item() == a[0, 0, 0]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.int64, np.bool_, np.uint8])
+def test_astype(a: np.ndarray, dtype: Any) -> None:
+    src = np.abs(a) if dtype == np.uint8 else a  # float -> uint8 of negatives is undefined
+    y = lanes.asarray(src).astype(dtype)
+    assert y.dtype == np.dtype(dtype)
+    assert_equal(y, src.astype(dtype))
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (4, -1), (-1,), (2, 12), (24,), (1, 2, 1, 12)])
+def test_reshape(a: np.ndarray, shape: tuple[int, ...]) -> None:
+    assert_equal(lanes.asarray(a).reshape(shape), a.reshape(shape))
+    assert_equal(lanes.asarray(a).reshape(*shape), a.reshape(*shape))
+
+
+def test_reshape_bad_size_raises(a: np.ndarray) -> None:
+    with pytest.raises(lanes.LanesError):
+        lanes.asarray(a).reshape(5, -1)
+
+
+@pytest.mark.parametrize("method", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, -2, (0, 2), (), (-1, 0)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduction_methods(a: np.ndarray, method: str, axis: Any, keepdims: bool) -> None:
+    got = getattr(lanes.asarray(a), method)(axis=axis, keepdims=keepdims)
+    want = getattr(a, method)(axis=axis, keepdims=keepdims)
+    assert_close(got, want)
+
+
+def test_repr_starts_with_array(a: np.ndarray) -> None:
+    assert repr(lanes.asarray(a)).startswith("Array(")
+    assert repr(lanes.asarray(np.float32(1.0))).startswith("Array(")
+
+
+def test_unhashable(a: np.ndarray) -> None:
+    with pytest.raises(TypeError):
+        hash(lanes.asarray(a))
+
+
+# ---- operators --------------------------------------------------------------------------------
+
+BINARY_FLOAT_OPS: list[Callable[[Any, Any], Any]] = [
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+    operator.mod, operator.pow,
+]
+COMPARISONS = [operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
+
+
+@pytest.fixture
+def pair() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.5, 3.0, (3, 4)).astype(np.float32)
+    y = rng.uniform(0.5, 3.0, (3, 4)).astype(np.float32)
+    y[0, 0] = x[0, 0]  # an equal pair for the comparisons
+    return x, y
+
+
+@pytest.mark.parametrize("op", BINARY_FLOAT_OPS, ids=lambda o: o.__name__)
+def test_binary_operators(pair: tuple[np.ndarray, np.ndarray], op: Callable) -> None:
+    x, y = pair
+    got = op(lanes.asarray(x), lanes.asarray(y))
+    assert got.dtype == np.float32
+    assert_close(got, op(x, y), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", BINARY_FLOAT_OPS, ids=lambda o: o.__name__)
+@pytest.mark.parametrize("scalar", [2.0, 3, 0.75])
+def test_operators_with_python_scalars_both_sides(pair: tuple[np.ndarray, np.ndarray],
+                                                  op: Callable, scalar: float) -> None:
+    x, _ = pair
+    lx = lanes.asarray(x)
+    left, right = op(lx, scalar), op(scalar, lx)
+    assert left.dtype == np.float32 and right.dtype == np.float32
+    assert_close(left, op(x, np.float32(scalar)), rtol=1e-5)
+    assert_close(right, op(np.float32(scalar), x), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", BINARY_FLOAT_OPS + COMPARISONS, ids=lambda o: o.__name__)
+def test_operators_with_numpy_operand_both_sides(pair: tuple[np.ndarray, np.ndarray],
+                                                 op: Callable) -> None:
+    x, y = pair
+    assert_close(op(lanes.asarray(x), y), op(x, y), rtol=1e-5)
+    got = op(x, lanes.asarray(y))
+    assert isinstance(got, lanes.Array), "numpy should defer to lanes.Array's reflected operator"
+    assert_close(got, op(x, y), rtol=1e-5)
+
+
+@pytest.mark.parametrize("op", COMPARISONS, ids=lambda o: o.__name__)
+def test_comparisons(pair: tuple[np.ndarray, np.ndarray], op: Callable) -> None:
+    x, y = pair
+    got = op(lanes.asarray(x), lanes.asarray(y))
+    assert got.dtype == np.bool_
+    assert_equal(got, op(x, y))
+    assert_equal(op(lanes.asarray(x), 1.5), op(x, np.float32(1.5)))
+    assert_equal(op(1.5, lanes.asarray(x)), op(np.float32(1.5), x))
+
+
+def test_matmul_and_reflected(rng: np.random.Generator) -> None:
+    m = rng.normal(size=(3, 4)).astype(np.float32)
+    v = rng.normal(size=(4, 2)).astype(np.float32)
+    assert_close(lanes.asarray(m) @ lanes.asarray(v), m @ v, rtol=1e-5)
+    assert_close(lanes.asarray(m) @ v, m @ v, rtol=1e-5)
+    got = m @ lanes.asarray(v)
+    assert isinstance(got, lanes.Array)
+    assert_close(got, m @ v, rtol=1e-5)
+
+
+def test_unary_operators(pair: tuple[np.ndarray, np.ndarray]) -> None:
+    x, _ = pair
+    x = x - 1.5
+    lx = lanes.asarray(x)
+    assert_equal(-lx, -x)
+    assert_equal(+lx, +x)
+    assert_equal(abs(lx), abs(x))
+    b = x > 0
+    assert_equal(~lanes.asarray(b), ~b)
+
+
+@pytest.mark.parametrize("op", [operator.and_, operator.or_, operator.xor],
+                         ids=lambda o: o.__name__)
+def test_logical_operators_on_bools(op: Callable) -> None:
+    p = np.array([True, True, False, False])
+    q = np.array([True, False, True, False])
+    assert_equal(op(lanes.asarray(p), lanes.asarray(q)), op(p, q))
+    assert_equal(op(lanes.asarray(p), True), op(p, True))
+    assert_equal(op(True, lanes.asarray(p)), op(True, p))
+
+
+def test_integer_operators() -> None:
+    x = np.array([-7, -3, 0, 5, 9], dtype=np.int32)
+    y = np.array([2, 3, 4, -3, 4], dtype=np.int32)
+    lx, ly = lanes.asarray(x), lanes.asarray(y)
+    for op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod):
+        got = op(lx, ly)
+        assert got.dtype == np.int32, op.__name__
+        assert_equal(got, op(x, y))
+    assert_close(lx / ly, x / y)
+
+
+def test_weak_typing_float32_times_python_float() -> None:
+    x = lanes.asarray(np.ones(3, np.float32))
+    for y in (x * 2.0, 2.0 * x, x + 1, x - 0.5, x / 3.0, x ** 2):
+        assert y.dtype == np.float32
+
+
+def test_weak_typing_int32_plus_python_int() -> None:
+    x = lanes.asarray(np.arange(3, dtype=np.int32))
+    for y in (x + 1, 1 + x, x * 3, x - 2, x // 2, x % 2):
+        assert y.dtype == np.int32
+    assert_equal(x + 1, np.arange(3, dtype=np.int32) + 1)
+
+
+def test_int32_times_python_float_is_float() -> None:
+    x = lanes.asarray(np.arange(3, dtype=np.int32))
+    y = x * 1.5
+    assert y.dtype.kind == "f"
+    assert_close(y, np.arange(3) * 1.5)
+
+
+def test_float64_keeps_float64_with_scalars() -> None:
+    x = lanes.asarray(np.ones(3, np.float64))
+    assert (x * 2.0).dtype == np.float64
+    assert (x + 1).dtype == np.float64
+
+
+def test_bool_of_one_element_and_ambiguous() -> None:
+    assert bool(lanes.asarray(np.array([2.0], np.float32)))
+    assert not bool(lanes.asarray(np.float32(0.0)))
+    with pytest.raises(ValueError):
+        bool(lanes.asarray(np.ones(3, np.float32)))
+
+
+def test_float_int_index_conversions() -> None:
+    assert float(lanes.asarray(np.float32(2.5))) == 2.5
+    assert int(lanes.asarray(np.int32(4))) == 4
+    assert [10, 20, 30, 40, 50][lanes.asarray(np.int32(3))] == 40
+
+
+# ---- indexing ---------------------------------------------------------------------------------
+
+INDEX_KEYS: list[Any] = [
+    0, -1, 1, (1, 2), (-1, -2, -3), (0, slice(None), 3),
+    slice(None), slice(1, None), slice(None, None, -1), slice(None, None, 2),
+    (slice(None), slice(None, None, -2)), (slice(None), slice(3, 0, -1)),
+    (slice(None), slice(-1, None, -2), slice(None, 1)), (slice(5, 1),), (slice(-100, 100),),
+    None, (None, 0), (0, None, slice(None), None), Ellipsis, (Ellipsis, 1), (1, Ellipsis),
+    (None, Ellipsis, 1), (0, Ellipsis, None, slice(1, 3)), (slice(None), 1, slice(None, None, -1)),
+]
+
+
+@pytest.mark.parametrize("key", INDEX_KEYS, ids=repr)
+def test_basic_indexing_matches_numpy(a: np.ndarray, key: Any) -> None:
+    assert_equal(lanes.asarray(a)[key], a[key])
+
+
+@pytest.mark.parametrize("make_index", [np.array, list, lambda v: lanes.asarray(np.array(v))],
+                         ids=["numpy", "list", "lanes"])
+def test_integer_array_index(a: np.ndarray, make_index: Callable) -> None:
+    idx = [1, 0, 1, 1]
+    assert_equal(lanes.asarray(a)[make_index(idx)], a[np.array(idx)])
+
+
+@pytest.mark.parametrize("key_fn", [
+    lambda i: (slice(None), i),
+    lambda i: (Ellipsis, i),
+    lambda i: (0, i),
+    lambda i: (slice(None, None, -1), slice(1, 3), i),
+    lambda i: (None, 1, i),
+], ids=["slice-array", "ellipsis-array", "int-array", "flip-slice-array", "none-int-array"])
+def test_integer_array_index_combinations(a: np.ndarray, key_fn: Callable) -> None:
+    idx = np.array([2, 0, 2])
+    assert_equal(lanes.asarray(a)[key_fn(lanes.asarray(idx))], a[key_fn(idx)])
+
+
+def test_two_dimensional_index_array(a: np.ndarray) -> None:
+    idx = np.array([[0, 2], [1, 1]])
+    assert_equal(lanes.asarray(a)[:, lanes.asarray(idx)], a[:, idx])
+
+
+def test_negative_integer_array_index(a: np.ndarray) -> None:
+    idx = np.array([-1, 0, -3])
+    assert_equal(lanes.asarray(a)[0, lanes.asarray(idx)], a[0, idx])
+
+
+def test_out_of_bounds_int_raises_index_error(a: np.ndarray) -> None:
+    with pytest.raises(IndexError):
+        lanes.asarray(a)[2]
+    with pytest.raises(IndexError):
+        lanes.asarray(a)[0, -4]
+
+
+def test_iteration_matches_numpy(a: np.ndarray) -> None:
+    rows = list(lanes.asarray(a))
+    assert len(rows) == 2
+    for got, want in zip(rows, a):
+        assert_equal(got, want)
+
+
+def test_setitem_raises_type_error_mentioning_at(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    with pytest.raises(TypeError, match=r"\.at"):
+        x[0] = 1.0
+    with pytest.raises(TypeError, match=r"\.at"):
+        x[:, 1] = np.zeros(4, np.float32)
+
+
+# ---- .at updates ------------------------------------------------------------------------------
+
+AT_KEYS: list[Any] = [1, (0, 2), (slice(None), 1), (Ellipsis, slice(None, None, -2)),
+                      (0, slice(1, 3), -1)]
+
+
+@pytest.mark.parametrize("key", AT_KEYS, ids=repr)
+def test_at_set(a: np.ndarray, key: Any) -> None:
+    want = a.copy()
+    want[key] = 100.0
+    assert_equal(lanes.asarray(a).at[key].set(100.0), want)
+
+
+@pytest.mark.parametrize("key", AT_KEYS, ids=repr)
+def test_at_set_array_value(a: np.ndarray, key: Any) -> None:
+    want = a.copy()
+    value = np.arange(want[key].size, dtype=np.float32).reshape(np.shape(want[key])) * 10
+    want[key] = value
+    assert_equal(lanes.asarray(a).at[key].set(value), want)
+
+
+@pytest.mark.parametrize("mode", ["add", "multiply", "min", "max"])
+@pytest.mark.parametrize("key", AT_KEYS, ids=repr)
+def test_at_arithmetic(a: np.ndarray, mode: str, key: Any) -> None:
+    ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[mode]
+    want = a.copy()
+    want[key] = ufunc(want[key], 2.0)
+    got = getattr(lanes.asarray(a).at[key], mode)(2.0)
+    assert_equal(got, want)
+
+
+def test_at_does_not_modify_original(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    x.at[0].set(0.0)
+    assert_equal(x, a)
+
+
+@pytest.mark.parametrize("make_index", [np.array, lambda v: lanes.asarray(np.array(v))],
+                         ids=["numpy", "lanes"])
+def test_at_add_repeated_indices_accumulate(make_index: Callable) -> None:
+    base = np.zeros(5, np.float32)
+    idx = [0, 1, 1, 3, 1]
+    vals = np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32)
+    want = base.copy()
+    np.add.at(want, np.array(idx), vals)
+    assert_equal(lanes.asarray(base).at[make_index(idx)].add(vals), want)
+
+
+@pytest.mark.parametrize("mode", ["min", "max", "multiply"])
+def test_at_repeated_indices_other_modes(mode: str) -> None:
+    base = np.full(4, 2.0, np.float32)
+    idx = np.array([0, 2, 2, 0])
+    vals = np.array([5.0, -1.0, 3.0, 0.5], np.float32)
+    ufunc = {"multiply": np.multiply, "min": np.minimum, "max": np.maximum}[mode]
+    want = base.copy()
+    ufunc.at(want, idx, vals)
+    got = getattr(lanes.asarray(base).at[lanes.asarray(idx)], mode)(vals)
+    assert_equal(got, want)
+
+
+def test_at_set_row_with_index_array(a: np.ndarray) -> None:
+    want = a.copy()
+    want[:, [0, 2]] = -1.0
+    got = lanes.asarray(a).at[:, lanes.asarray(np.array([0, 2]))].set(-1.0)
+    assert_equal(got, want)
+
+
+def test_at_get(a: np.ndarray) -> None:
+    assert_equal(lanes.asarray(a).at[1, ::-1].get(), a[1, ::-1])
+
+
+# ---- numpy interop ----------------------------------------------------------------------------
+
+
+def test_np_asarray_is_zero_copy(a: np.ndarray) -> None:
+    x = lanes.asarray(a) + 1.0  # lanes-owned memory
+    v1, v2 = np.asarray(x), np.asarray(x)
+    assert data_address(v1) == data_address(v2)
+    assert_equal(v1, a + 1.0)
+
+
+def test_np_asarray_view_is_read_only(a: np.ndarray) -> None:
+    v = np.asarray(lanes.asarray(a) * 2.0)
+    assert not v.flags.writeable
+    with pytest.raises(ValueError):
+        v[0, 0, 0] = 1.0
+
+
+def test_np_asarray_view_outlives_array(a: np.ndarray) -> None:
+    x = lanes.asarray(a) * 3.0
+    v = np.asarray(x)
+    del x
+    assert_equal(v, a * 3.0)
+
+
+def test_np_array_with_dtype_and_copy(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    c = np.array(x, dtype=np.float64)
+    assert c.dtype == np.float64
+    assert_equal(c, a.astype(np.float64))
+    w = np.array(x, copy=True)
+    w[0, 0, 0] = 42.0  # a copy is writable and independent
+    assert x.tolist()[0][0][0] == a[0, 0, 0]
+
+
+def test_lanes_asarray_of_c_contiguous_does_not_copy(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    assert data_address(np.asarray(x)) == data_address(a)
+    f64 = a.astype(np.float64)
+    assert data_address(np.asarray(lanes.asarray(f64))) == data_address(f64)
+
+
+def test_lanes_asarray_keeps_source_alive() -> None:
+    src = np.arange(10, dtype=np.float32)
+    x = lanes.asarray(src)
+    del src
+    assert_equal(x, np.arange(10, dtype=np.float32))
+
+
+@pytest.mark.parametrize("key", [(slice(None), slice(None, None, 2)), (slice(1, 3), 1),
+                                 (Ellipsis, slice(1, None, 3)), (slice(None), None)],
+                         ids=repr)
+def test_numpy_strided_views_convert(a: np.ndarray, key: Any) -> None:
+    view = a[key]
+    x = lanes.asarray(view)
+    assert_equal(x, view)
+    assert_equal(x + 0.0, view + 0.0)
+    assert_equal(x.sum(axis=-1), view.sum(axis=-1))
+
+
+def test_numpy_transposed_view_converts(a: np.ndarray) -> None:
+    view = a.transpose(2, 0, 1)
+    assert_equal(lanes.asarray(view), view)
+    assert_close(lanes.asarray(view).sum(axis=0), view.sum(axis=0))
+
+
+@pytest.mark.parametrize("key", [slice(None, None, -1), (slice(None), slice(None, None, -2)),
+                                 (Ellipsis, slice(None, None, -1))], ids=repr)
+def test_numpy_negative_stride_views_convert(a: np.ndarray, key: Any) -> None:
+    view = a[key]
+    assert_equal(lanes.asarray(view), view)
+    assert_equal(lanes.asarray(view) * 2.0, view * 2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.complex64, np.int16])
+def test_unsupported_dtype_raises_lanes_error(dtype: Any) -> None:
+    with pytest.raises(lanes.LanesError, match=np.dtype(dtype).name):
+        lanes.asarray(np.zeros(3, dtype=dtype))
+
+
+def test_astype_unsupported_dtype_raises_lanes_error() -> None:
+    with pytest.raises(lanes.LanesError, match="float16"):
+        lanes.asarray(np.zeros(3, np.float32)).astype(np.float16)
+
+
+@pytest.mark.parametrize("value, dtype, want", [
+    (1.5, np.float32, 1.5), (3, np.int32, 3), (True, np.bool_, True),
+    ([[1.0, 2.0], [3.0, 4.5]], np.float32, [[1.0, 2.0], [3.0, 4.5]]),
+    ([[1, 2], [3, 4]], np.int32, [[1, 2], [3, 4]]), ([1, 2.5], np.float32, [1.0, 2.5]),
+    ([True, False], np.bool_, [True, False]),
+])
+def test_python_values_get_jax_defaults(value: Any, dtype: Any, want: Any) -> None:
+    x = lanes.asarray(value)
+    assert x.dtype == np.dtype(dtype)
+    assert_equal(x, np.asarray(want, dtype=dtype))
+
+
+def test_asarray_dtype_argument() -> None:
+    x = lanes.asarray([1, 2, 3], dtype=np.float64)
+    assert x.dtype == np.float64
+    assert_equal(x, np.array([1.0, 2.0, 3.0]))
+
+
+def test_asarray_of_array_is_identity(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    y = lanes.asarray(x)
+    assert data_address(np.asarray(y)) == data_address(np.asarray(x))
+
+
+def test_asarray_of_object_raises() -> None:
+    with pytest.raises((lanes.LanesError, TypeError)):
+        lanes.asarray([object(), object()])
+
+
+def test_np_from_dlpack_shares_memory(a: np.ndarray) -> None:
+    x = lanes.asarray(a) * 2.0
+    d = np.from_dlpack(x)
+    assert_equal(d, a * 2.0)
+    assert data_address(d) == data_address(np.asarray(x))
+
+
+def test_np_from_dlpack_of_strided_array(a: np.ndarray) -> None:
+    x = lanes.asarray(a[:, :, ::2])
+    assert_equal(np.from_dlpack(x), a[:, :, ::2])
+
+
+def test_lanes_from_dlpack_of_numpy(a: np.ndarray) -> None:
+    x = lanes.from_dlpack(a)
+    assert isinstance(x, lanes.Array)
+    assert_equal(x, a)
+    assert data_address(np.asarray(x)) == data_address(a)
+
+
+def test_dlpack_device_is_cpu(a: np.ndarray) -> None:
+    assert tuple(lanes.asarray(a).__dlpack_device__()) == (1, 0)
+
+
+def test_numpy_ufunc_on_array(a: np.ndarray) -> None:
+    assert_close(np.exp(lanes.asarray(a) / 10.0), np.exp(a / 10.0))
+
+
+def test_numpy_functions_accept_array(a: np.ndarray) -> None:
+    # np.sum / np.mean call the method with numpy's keywords (out=...), as they do for jax arrays.
+    x = lanes.asarray(a)
+    assert_close(np.sum(x), a.sum())
+    assert_close(np.mean(x, axis=1), a.mean(axis=1))
+    assert_close(np.max(x, axis=-1), a.max(axis=-1))
