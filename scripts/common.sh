@@ -4,7 +4,7 @@ set -euo pipefail
 
 LANES_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LANES_PACKAGES=(g++ cmake make libopenblas-pthread-dev libgtest-dev libxsimd-dev libopenmpi-dev openmpi-bin
-  libxsmm-dev)
+  libxsmm-dev python3-dev python3-venv)
 
 lanes_install_deps() {
   local missing=()
@@ -23,10 +23,28 @@ lanes_install_deps() {
   fi
 }
 
-# lanes_build DIR [cmake args...]
+# lanes_python_env: a virtual environment in build/venv with what the Python package needs to
+# build and test (python/requirements-dev.txt), made once and remade when that file changes.
+LANES_VENV="$LANES_ROOT/build/venv"
+lanes_python_env() {
+  local stamp
+  stamp=$(sha256sum "$LANES_ROOT/python/requirements-dev.txt" | cut -d' ' -f1)
+  [ "$(cat "$LANES_VENV/.requirements-sha256" 2>/dev/null)" = "$stamp" ] && return 0
+  echo "lanes: installing the Python build and test requirements into $LANES_VENV"
+  rm -rf "$LANES_VENV"
+  python3 -m venv "$LANES_VENV"
+  "$LANES_VENV/bin/pip" install -q --upgrade pip
+  "$LANES_VENV/bin/pip" install -q -r "$LANES_ROOT/python/requirements-dev.txt"
+  echo "$stamp" > "$LANES_VENV/.requirements-sha256"
+}
+
+# lanes_build DIR [cmake args...]: the library, its tests, benchmarks and examples, and the
+# Python package (into DIR/python, against build/venv's Python).
 lanes_build() {
   local dir=$1
   shift
-  cmake -S "$LANES_ROOT" -B "$dir" "$@" >/dev/null
+  lanes_python_env
+  cmake -S "$LANES_ROOT" -B "$dir" -DLANES_BUILD_PYTHON=ON -DPython_EXECUTABLE="$LANES_VENV/bin/python" \
+    "$@" >/dev/null
   cmake --build "$dir" -j "$(nproc)"
 }
