@@ -26,9 +26,6 @@ from ._api import (
     vmap,
 )
 from ._custom import custom_jvp, custom_vjp, custom_vmap
-from ._indexing import at as _at
-from ._indexing import getitem as _getitem
-from ._indexing import setitem as _setitem
 from ._lanes import Array, LanesError, num_threads, set_num_threads
 from ._tracing import ConcretizationError
 
@@ -67,12 +64,6 @@ __all__ = [
     "vjp",
     "vmap",
 ]
-
-Array.__getitem__ = _getitem  # type: ignore[method-assign]
-Array.__setitem__ = _setitem  # type: ignore[method-assign]
-Array.at = property(_at, doc="Functional updates: x.at[idx].set(v), .add, .multiply, .min, "
-                    ".max, .get (jax's spelling).")  # type: ignore[attr-defined]
-Array.__iter__ = lambda self: (self[i] for i in range(len(self)))  # type: ignore
 
 
 def asarray(a, dtype=None) -> Array:

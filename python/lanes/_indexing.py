@@ -8,7 +8,7 @@ finds the flat positions ``key`` selects by indexing an iota the same way, then 
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -97,11 +97,11 @@ def getitem(x: Array, key: Any) -> Array:
     return x
 
 
-def setitem(x: Array, key: Any, value: Any) -> None:
-    raise TypeError(
-        "lanes arrays are immutable: x[idx] = v is not supported; use x = x.at[idx].set(v) "
-        "(jax's spelling), which returns the updated array"
-    )
+def iterate(x: Array) -> Iterator[Array]:
+    """``iter(x)``: the slices along the first axis."""
+    if x.ndim == 0:
+        raise TypeError("iteration over a 0-d array")
+    return (getitem(x, i) for i in range(x.shape[0]))
 
 
 class _IndexUpdate:

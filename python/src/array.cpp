@@ -107,6 +107,11 @@ Tensor reshape_like_numpy(const Tensor& x, nb::args args) {
   return reshape(x, shape);
 }
 
+// A function of lanes/_indexing.py.
+nb::object indexing(const char* name) {
+  return nb::module_::import_("lanes._indexing").attr(name);
+}
+
 }  // namespace
 
 void bind_array(nb::module_& m) {
@@ -257,6 +262,24 @@ void bind_array(nb::module_& m) {
       .def("__ror__", binary(logical_or, true))
       .def("__xor__", binary(not_equal))
       .def("__rxor__", binary(not_equal, true));
+  // Indexing is written in Python (lanes/_indexing.py) over the ops bound here.
+  array
+      .def(
+          "__getitem__",
+          [](nb::handle self, nb::handle key) { return indexing("getitem")(self, key); },
+          "numpy's indexing: ints, slices with any step, None, ..., one integer array or traced "
+          "integer scalar.")
+      .def("__setitem__",
+           [](nb::handle, nb::handle, nb::handle) {
+             throw nb::type_error(
+                 "lanes arrays are immutable: x[idx] = v is not supported; use "
+                 "x = x.at[idx].set(v) (jax's spelling), which returns the updated array");
+           })
+      .def("__iter__", [](nb::handle self) { return indexing("iterate")(self); })
+      .def_prop_ro(
+          "at", [](nb::handle self) { return indexing("at")(self); },
+          "Functional updates (jax's spelling): x.at[idx].set(v), .add, .multiply, .min, .max, "
+          ".get.");
   array.attr("__hash__") = nb::none();     // mutable-looking, compared elementwise: unhashable
   array.attr("__array_priority__") = 100;  // numpy defers `ndarray + Array` to us
 
