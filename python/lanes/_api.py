@@ -58,13 +58,15 @@ def _argnums_tuple(argnums: int | Sequence[int], nargs: int, what: str) -> tuple
 class _Outputs:
     """The output structure a traced function recorded (read back after the C++ call)."""
 
-    __slots__ = ("tree",)
+    __slots__ = ("tree", "single")
 
     def __init__(self) -> None:
         self.tree: PyTreeDef | None = None
+        self.single = False  # the output is one leaf (no tree to rebuild)
 
     def flatten(self, out: Any, what: str) -> list[Array]:
         leaves, self.tree = tree_flatten(out)
+        self.single = self.tree.kind is None
         return _arrays(leaves, f"{what} output")
 
     def rebuild(self, leaves: Sequence[Array]) -> Any:
@@ -406,6 +408,23 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
 
     @functools.wraps(fun)
     def jitted(*args: Any) -> Any:
+        # The common call, Arrays only and no static arguments, skips the pytree machinery: its
+        # structure is a flat tuple of len(args) leaves, keyed by that count alone.
+        if not statics:
+            for a in args:
+                if type(a) is not Array:
+                    break
+            else:
+                found = cache.get(len(args))
+                if found is None:
+                    outputs = _Outputs()
+                    found = cache[len(args)] = (_lanes.Jit(_flat_call(fun, outputs)), outputs)
+                compiled, outputs = found
+                out = compiled(args)
+                return out[0] if outputs.single else outputs.rebuild(out)
+        return general(args)
+
+    def general(args: tuple) -> Any:
         nums = tuple(s % len(args) for s in statics) if args else ()
         static = tuple(args[i] for i in nums)
         dynamic = [a for i, a in enumerate(args) if i not in nums]
@@ -431,6 +450,17 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         return outputs.rebuild(compiled(_arrays(leaves, "jit argument")))
 
     return jitted
+
+
+def _flat_call(fun: Callable, outputs: _Outputs) -> Callable:
+    """fun of Array arguments as a function of the leaf list, recording its output structure."""
+
+    def flat(leaf_list: list[Array]) -> list[Array]:
+        with tracing("jit"):
+            out = fun(*leaf_list)
+        return outputs.flatten(out, "jit")
+
+    return flat
 
 
 # ---- looking inside ---------------------------------------------------------------------------

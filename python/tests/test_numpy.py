@@ -29,6 +29,7 @@ def arrays(dtype: Any, shape: Any = SHAPES, lo: float = -10.0, hi: float = 10.0,
            nonzero: bool = False) -> st.SearchStrategy[np.ndarray]:
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
+        lo, hi = float(dtype.type(lo)), float(dtype.type(hi))  # exactly representable bounds
         elems = st.floats(lo, hi, width=dtype.itemsize * 8, allow_nan=False,
                           allow_subnormal=False)
         if nonzero:
