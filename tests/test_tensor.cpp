@@ -114,3 +114,45 @@ TEST(TensorShapes, AllocationsNoMemoryHoldsAreErrorsAndLeakNothing) {
   EXPECT_EQ(memory_stats().live_bytes, live);
   EXPECT_EQ(ones({3}).to_vector<float>(), (std::vector<float>{1, 1, 1}));  // still works
 }
+
+// from_external: what the Python bindings use to view numpy and DLPack memory.
+TEST(ExternalMemory, ViewsWithoutCopyingKeepsTheOwnerAliveAndIsNeverWrittenInPlace) {
+  auto owner = std::make_shared<std::vector<float>>(std::vector<float>{1, 2, 3, 4, 5, 6});
+  std::weak_ptr<std::vector<float>> watch = owner;
+  Tensor t = from_external(owner->data(), owner->size() * sizeof(float), kFloat32, {2, 3}, {3, 1},
+                           0, owner);
+  owner.reset();  // the tensor keeps it alive
+  ASSERT_FALSE(watch.expired());
+  EXPECT_EQ(t.raw_data(), watch.lock()->data());
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  // Strided and reversed views of the same memory.
+  const std::shared_ptr<const void> keep = watch.lock();
+  float* data = watch.lock()->data();
+  EXPECT_EQ(from_external(data, 24, kFloat32, {3}, {2}, 0, keep).to_vector<float>(),
+            (std::vector<float>{1, 3, 5}));
+  EXPECT_EQ(from_external(data, 24, kFloat32, {3}, {-2}, 5, keep).to_vector<float>(),
+            (std::vector<float>{6, 4, 2}));
+  // The only handle on external memory is still not reused for an op's output.
+  Tensor sole = from_external(data, 24, kFloat32, {6}, {1}, 0, keep);
+  EXPECT_FALSE(sole.sole_owner());
+  const Tensor doubled = lanes::compile([](const Tensor& x) { return exp(x * 2.0f); })(sole);
+  EXPECT_NE(doubled.raw_data(), static_cast<const void*>(data));
+  EXPECT_EQ(*watch.lock(), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  t = Tensor();
+  EXPECT_FALSE(watch.expired());  // `keep` still holds it
+}
+
+TEST(ExternalMemory, ViewsReachingOutsideTheMemoryAreErrors) {
+  auto owner = std::make_shared<std::vector<double>>(4);
+  double* data = owner->data();
+  try {
+    from_external(data, 32, kFloat64, {2, 3}, {3, 1}, 0, owner);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reaches outside the 32 bytes"), std::string::npos);
+  }
+  EXPECT_THROW(from_external(data, 32, kFloat64, {2}, {-1}, 0, owner), Error);
+  EXPECT_THROW(from_external(data, 32, kFloat64, {2}, {1, 1}, 0, owner), Error);
+  EXPECT_THROW(from_external(data, 32, kFloat64, {4}, {1}, 0, nullptr), Error);
+  EXPECT_EQ(from_external(data, 0, kFloat64, {0, 3}, {3, 1}, 0, owner).numel(), 0);
+}

@@ -368,3 +368,24 @@ TEST(VmapAxes, InAxesTakesAnyNumberOfArguments) {
   // Example i: 6 x[i] + 2 * 100 + row[0, i] (mapped at axis 1).
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{216, 232, 248}));
 }
+
+// AxisSpec::deferred: out_axes decided once f is traced (the Python bindings' pytrees).
+TEST(Vmap, DeferredOutAxesAreDecidedAfterTracing) {
+  using Leaves = std::vector<Tensor>;
+  std::function<Leaves(const Leaves&)> f = [](const Leaves& in) {
+    return Leaves{in[0] * 2.0f, sum(in[0]), in[1]};
+  };
+  size_t outputs_seen = 0;
+  const AxisSpec out = AxisSpec::deferred([&] {
+    outputs_seen = 3;  // what a binding reads from the trace it just made
+    return AxisSpec(std::vector<AxisSpec>{1, 0, none});
+  });
+  const Tensor xs = reshape(arange(6), {3, 2}), w = tensor(std::vector<float>{5, 7});
+  const Leaves r = vmap(f, in_axes(AxisSpec(std::vector<AxisSpec>{0, none})), out)(Leaves{xs, w});
+  EXPECT_EQ(outputs_seen, 3u);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].shape(), (Shape{2, 3}));  // batch axis placed at 1
+  EXPECT_EQ(r[0].to_vector<float>(), (std::vector<float>{0, 4, 8, 2, 6, 10}));
+  EXPECT_EQ(r[1].to_vector<float>(), (std::vector<float>{1, 5, 9}));
+  EXPECT_EQ(r[2].to_vector<float>(), (std::vector<float>{5, 7}));  // unmapped
+}
