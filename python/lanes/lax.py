@@ -159,10 +159,12 @@ def pmean(x: Any, axis_name: str) -> Array:
 
 
 def pmax(x: Any, axis_name: str) -> Array:
+    """The maximum of x over the examples of the vmap named ``axis_name``."""
     return _lanes.pmax(x, axis_name)
 
 
 def pmin(x: Any, axis_name: str) -> Array:
+    """The minimum of x over the examples of the vmap named ``axis_name``."""
     return _lanes.pmin(x, axis_name)
 
 

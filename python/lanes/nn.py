@@ -24,14 +24,17 @@ sigmoid = _lanes.sigmoid
 
 
 def softmax(x: Any, axis: int = -1) -> Array:
+    """exp(x) / sum(exp(x)) along ``axis``, computed stably."""
     return _lanes.softmax(x, axis)
 
 
 def log_softmax(x: Any, axis: int = -1) -> Array:
+    """x - logsumexp(x) along ``axis``."""
     return _lanes.log_softmax(x, axis)
 
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    """log(sum(exp(x))) over ``axis`` (all axes when None), computed stably."""
     return _lanes.logsumexp(x, axis, keepdims)
 
 
@@ -41,6 +44,7 @@ def softmax_cross_entropy(logits: Any, labels: Any, axis: int = -1) -> Array:
 
 
 def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Array:
+    """``num_classes``-wide one-hot rows for integer ``x`` (float32 unless ``dtype``)."""
     return _lanes.one_hot(x, num_classes, dtype)
 
 

@@ -8,6 +8,7 @@ raises AttributeError saying so.
 from __future__ import annotations
 
 import builtins
+import types as _types
 from typing import Any, Sequence
 
 import numpy as _np
@@ -381,6 +382,17 @@ def eye(N: int, dtype: Any = None) -> Array:
 
 
 identity = eye
+
+
+def _document_from_numpy() -> None:
+    """Every public function says what it is: numpy's function of that name, over lanes arrays."""
+    for name, value in list(globals().items()):
+        if isinstance(value, _types.FunctionType) and not name.startswith("_") and not value.__doc__:
+            value.__doc__ = (f"numpy.{name} over lanes arrays: numpy's signature and results "
+                             "(Python scalars weakly typed, as jax.numpy).")
+
+
+_document_from_numpy()
 
 
 def __getattr__(name: str) -> Any:

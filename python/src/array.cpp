@@ -108,9 +108,7 @@ Tensor reshape_like_numpy(const Tensor& x, nb::args args) {
 }
 
 // A function of lanes/_indexing.py.
-nb::object indexing(const char* name) {
-  return nb::module_::import_("lanes._indexing").attr(name);
-}
+nb::object indexing(const char* name) { return nb::module_::import_("lanes._indexing").attr(name); }
 
 }  // namespace
 

@@ -6,7 +6,10 @@ namespace lanes::python {
 
 void bind_errors(nb::module_& m) {
   // lanes::Error -> lanes.LanesError (a ValueError) with the same message.
-  nb::exception<Error>(m, "LanesError", PyExc_ValueError);
+  nb::exception<Error> error(m, "LanesError", PyExc_ValueError);
+  error.attr("__doc__") =
+      "An error lanes reports (lanes::Error in C++): bad shapes, dtypes, axes, arguments. A "
+      "ValueError.";
 }
 
 }  // namespace lanes::python

@@ -45,58 +45,70 @@ Axes axes_of(const std::optional<std::vector<int64_t>>& axes) {
 }
 
 void bind_elementwise(nb::module_& m) {
-  const std::pair<const char*, Unary> unaries[] = {{"negative", &negative},
-                                                   {"exp", &exp},
-                                                   {"log", &log},
-                                                   {"log1p", &log1p},
-                                                   {"expm1", &expm1},
-                                                   {"sqrt", &sqrt},
-                                                   {"rsqrt", &rsqrt},
-                                                   {"tanh", &tanh},
-                                                   {"sigmoid", &sigmoid},
-                                                   {"sin", &sin},
-                                                   {"cos", &cos},
-                                                   {"erf", &erf},
-                                                   {"abs", &abs},
-                                                   {"sign", &sign},
-                                                   {"floor", &floor},
-                                                   {"ceil", &ceil},
-                                                   {"round", &round},
-                                                   {"square", &square},
-                                                   {"relu", &relu},
-                                                   {"logical_not", &logical_not},
-                                                   {"stop_gradient", &stop_gradient}};
-  for (const auto& [name, op] : unaries)
-    m.def(name, [op = op](nb::handle x) {
-      const Tensor t = to_tensor(x);
-      nb::gil_scoped_release release;
-      return op(t);
-    });
-  const std::pair<const char*, Binary> binaries[] = {{"add", &add},
-                                                     {"subtract", &subtract},
-                                                     {"multiply", &multiply},
-                                                     {"divide", &divide},
-                                                     {"power", &lanes::pow},
-                                                     {"maximum", &maximum},
-                                                     {"minimum", &minimum},
-                                                     {"arctan2", &atan2},
-                                                     {"equal", &equal},
-                                                     {"not_equal", &not_equal},
-                                                     {"less", &less},
-                                                     {"less_equal", &less_equal},
-                                                     {"greater", &greater},
-                                                     {"greater_equal", &greater_equal},
-                                                     {"logical_and", &logical_and},
-                                                     {"logical_or", &logical_or},
-                                                     {"matmul", &matmul},
-                                                     {"dot", &dot},
-                                                     {"outer", &outer}};
-  for (const auto& [name, op] : binaries)
-    m.def(name, [op = op](nb::handle a, nb::handle b) {
-      const auto [ta, tb] = operands(a, b);
-      nb::gil_scoped_release release;
-      return op(ta, tb);
-    });
+  const std::tuple<const char*, Unary, const char*> unaries[] = {
+      {"negative", &negative, "-x, elementwise."},
+      {"exp", &exp, "e to the x, elementwise."},
+      {"log", &log, "The natural logarithm, elementwise."},
+      {"log1p", &log1p, "log(1 + x), accurate near 0."},
+      {"expm1", &expm1, "exp(x) - 1, accurate near 0."},
+      {"sqrt", &sqrt, "The square root, elementwise."},
+      {"rsqrt", &rsqrt, "1 / sqrt(x), elementwise."},
+      {"tanh", &tanh, "The hyperbolic tangent, elementwise."},
+      {"sigmoid", &sigmoid, "1 / (1 + exp(-x)), elementwise."},
+      {"sin", &sin, "The sine, elementwise."},
+      {"cos", &cos, "The cosine, elementwise."},
+      {"erf", &erf, "The error function, elementwise."},
+      {"abs", &lanes::abs, "The absolute value, elementwise."},
+      {"sign", &sign, "-1, 0 or 1 by the sign of x, elementwise."},
+      {"floor", &floor, "Rounds down, elementwise."},
+      {"ceil", &ceil, "Rounds up, elementwise."},
+      {"round", &lanes::round, "Rounds half to even, elementwise."},
+      {"square", &square, "x * x, elementwise."},
+      {"relu", &relu, "max(x, 0), elementwise."},
+      {"logical_not", &logical_not, "not x, elementwise (bool)."},
+      {"stop_gradient", &stop_gradient, "x, with a zero derivative (lax.stop_gradient)."},
+  };
+  for (const auto& [name, op, doc] : unaries)
+    m.def(
+        name,
+        [op = op](nb::handle x) {
+          const Tensor t = to_tensor(x);
+          nb::gil_scoped_release release;
+          return op(t);
+        },
+        nb::arg("x"), doc);
+  const std::tuple<const char*, Binary, const char*> binaries[] = {
+      {"add", static_cast<Binary>(&add), "a + b, broadcast."},
+      {"subtract", static_cast<Binary>(&subtract), "a - b, broadcast."},
+      {"multiply", static_cast<Binary>(&multiply), "a * b, broadcast."},
+      {"divide", static_cast<Binary>(&divide), "a / b, broadcast."},
+      {"power", static_cast<Binary>(&lanes::pow), "a ** b, broadcast."},
+      {"maximum", static_cast<Binary>(&maximum), "The larger of a and b, elementwise (NaN wins)."},
+      {"minimum", static_cast<Binary>(&minimum), "The smaller of a and b, elementwise (NaN wins)."},
+      {"arctan2", static_cast<Binary>(&atan2), "The angle of the point (b, a), elementwise."},
+      {"equal", static_cast<Binary>(&equal), "a == b, elementwise."},
+      {"not_equal", static_cast<Binary>(&not_equal), "a != b, elementwise."},
+      {"less", static_cast<Binary>(&less), "a < b, elementwise."},
+      {"less_equal", static_cast<Binary>(&less_equal), "a <= b, elementwise."},
+      {"greater", static_cast<Binary>(&greater), "a > b, elementwise."},
+      {"greater_equal", static_cast<Binary>(&greater_equal), "a >= b, elementwise."},
+      {"logical_and", static_cast<Binary>(&logical_and), "a and b, elementwise (bool)."},
+      {"logical_or", static_cast<Binary>(&logical_or), "a or b, elementwise (bool)."},
+      {"matmul", static_cast<Binary>(&matmul),
+       "The matrix product a @ b (numpy.matmul: batch dims broadcast, 1-d operands promoted)."},
+      {"dot", static_cast<Binary>(&dot),
+       "numpy.dot: the sum product over a's last and b's second-to-last axis."},
+      {"outer", static_cast<Binary>(&outer), "The outer product of two vectors."},
+  };
+  for (const auto& [name, op, doc] : binaries)
+    m.def(
+        name,
+        [op = op](nb::handle a, nb::handle b) {
+          const auto [ta, tb] = operands(a, b);
+          nb::gil_scoped_release release;
+          return op(ta, tb);
+        },
+        nb::arg("a"), nb::arg("b"), doc);
   m.def("where", [](nb::handle c, nb::handle a, nb::handle b) {
     const Tensor tc = to_tensor(c);
     const auto [ta, tb] = operands(a, b);
