@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+import numpy as _np
+
 from . import _lanes
 from ._lanes import Array, LanesError
 from ._tracing import tracing
@@ -53,6 +55,28 @@ def _argnums_tuple(argnums: int | Sequence[int], nargs: int, what: str) -> tuple
         if not -nargs <= a < nargs:
             raise LanesError(f"{what}: argnum {a} out of range for {nargs} arguments")
     return tuple(a % nargs for a in nums)
+
+
+class _Trees:
+    """The output structures of one jitted function's traces, one per signature traced; each
+    trace returns its index as an extra 0-d int64 constant output, which lanes.Jit hands back with
+    the results (the structure may differ between signatures)."""
+
+    __slots__ = ("trees",)
+
+    def __init__(self) -> None:
+        self.trees: list[PyTreeDef] = []
+
+    def flatten(self, out: Any) -> list[Array]:
+        leaves, tree = tree_flatten(out)
+        self.trees.append(tree)
+        tag = _lanes.asarray(_np.int64(len(self.trees) - 1), None)
+        return _arrays(leaves, "jit output") + [tag]
+
+    def rebuild(self, result: tuple[list[Array], int]) -> Any:
+        leaves, index = result
+        tree = self.trees[index]
+        return leaves[0] if tree.kind is None else tree_unflatten(tree, leaves)
 
 
 class _Outputs:
@@ -417,11 +441,10 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
             else:
                 found = cache.get(len(args))
                 if found is None:
-                    outputs = _Outputs()
-                    found = cache[len(args)] = (_lanes.Jit(_flat_call(fun, outputs)), outputs)
-                compiled, outputs = found
-                out = compiled(args)
-                return out[0] if outputs.single else outputs.rebuild(out)
+                    trees = _Trees()
+                    found = cache[len(args)] = (_lanes.Jit(_flat_call(fun, trees)), trees)
+                compiled, trees = found
+                return trees.rebuild(compiled(args))
         return general(args)
 
     def general(args: tuple) -> Any:
@@ -435,7 +458,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         except TypeError:
             raise LanesError("jit: static arguments must be hashable") from None
         if found is None:
-            outputs = _Outputs()
+            trees = _Trees()
 
             def flat(leaf_list: list[Array]) -> list[Array]:
                 d = iter(tree_unflatten(treedef, leaf_list))
@@ -443,22 +466,22 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
                 full = [next(s) if i in nums else next(d) for i in range(len(args))]
                 with tracing("jit"):
                     out = fun(*full)
-                return outputs.flatten(out, "jit")
+                return trees.flatten(out)
 
-            found = cache[key] = (_lanes.Jit(flat), outputs)
-        compiled, outputs = found
-        return outputs.rebuild(compiled(_arrays(leaves, "jit argument")))
+            found = cache[key] = (_lanes.Jit(flat), trees)
+        compiled, trees = found
+        return trees.rebuild(compiled(_arrays(leaves, "jit argument")))
 
     return jitted
 
 
-def _flat_call(fun: Callable, outputs: _Outputs) -> Callable:
+def _flat_call(fun: Callable, trees: _Trees) -> Callable:
     """fun of Array arguments as a function of the leaf list, recording its output structure."""
 
     def flat(leaf_list: list[Array]) -> list[Array]:
         with tracing("jit"):
             out = fun(*leaf_list)
-        return outputs.flatten(out, "jit")
+        return trees.flatten(out)
 
     return flat
 

@@ -140,13 +140,24 @@ VmapOptions vmap_options(std::optional<std::string> axis_name, std::optional<int
   return o;
 }
 
-// A compiled Python function for one input tree structure (and static arguments).
+// A compiled Python function for one input tree structure (and static arguments). The function's
+// last output leaf is a 0-d int64 constant naming the output tree its trace made (lanes/_api.py):
+// the tree can differ between signatures, and the constant comes back with the signature's
+// results at no cost, so each call rebuilds the tree its own trace recorded.
 class Jit {
  public:
   explicit Jit(nb::object fn) : compiled_(FlatFn{PyRef(std::move(fn))}) {}
-  Leaves operator()(const Leaves& leaves) const {
-    nb::gil_scoped_release release;
-    return compiled_(leaves);
+  std::pair<Leaves, int64_t> operator()(const Leaves& leaves) const {
+    Leaves out;
+    {
+      nb::gil_scoped_release release;
+      out = compiled_(leaves);
+    }
+    check(!out.empty() && out.back().ndim() == 0 && out.back().dtype() == kInt64,
+          "jit: the traced function lost its output tree id");
+    const int64_t tree = out.back().item<int64_t>();
+    out.pop_back();
+    return {std::move(out), tree};
   }
   size_t cache_size() const { return compiled_.cache_size(); }
 
