@@ -452,6 +452,15 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         static = tuple(args[i] for i in nums)
         dynamic = [a for i, a in enumerate(args) if i not in nums]
         leaves, treedef = tree_flatten(dynamic)
+        if not nums and all(c.kind is None for c in treedef.children):
+            # Array-like leaves only (numpy arrays, scalars): the fast path's entry, so an
+            # argument's type never makes a second trace of one signature.
+            found = cache.get(len(args))
+            if found is None:
+                trees = _Trees()
+                found = cache[len(args)] = (_lanes.Jit(_flat_call(fun, trees)), trees)
+            compiled, trees = found
+            return trees.rebuild(compiled(_arrays(leaves, "jit argument")))
         try:
             key = (treedef, static)
             found = cache.get(key)

@@ -43,8 +43,8 @@ def _expand(key: Any, ndim: int) -> list[Any]:
     used = sum(1 for k in key if k is not None and k is not Ellipsis)
     if used > ndim:
         raise LanesError(f"too many indices: {used} for an array of {ndim} dimensions")
-    if Ellipsis in key:
-        at = next(i for i, k in enumerate(key) if k is Ellipsis)
+    at = next((i for i, k in enumerate(key) if k is Ellipsis), None)
+    if at is not None:
         key[at:at + 1] = [slice(None)] * (ndim - used)
     return key
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from . import _lanes
 from ._api import _arrays, _Outputs
 from ._lanes import Array, LanesError
@@ -52,6 +54,9 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> 
     dtypes."""
     leaves, treedef = tree_flatten(operands)
     outputs = _Outputs()
+    pred = _lanes.asarray(pred, None)
+    if pred.dtype != np.bool_:
+        pred = _lanes.not_equal(pred, 0)  # a number: true when nonzero, as jax
     out = _lanes.cond(pred, _branch(true_fun, treedef, outputs, "cond"),
                       _branch(false_fun, treedef, outputs, "cond"), _arrays(leaves, "cond"))
     return outputs.rebuild(out)

@@ -126,9 +126,11 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Array:
 
 def clip(a: Any, a_min: Any = None, a_max: Any = None) -> Array:
     a = asarray(a)
-    lo = -_np.inf if a_min is None else a_min
-    hi = _np.inf if a_max is None else a_max
-    return _lanes.clip(a, lo, hi)
+    if a_min is not None:
+        a = _lanes.maximum(a, a_min)
+    if a_max is not None:
+        a = _lanes.minimum(a, a_max)
+    return a
 
 
 # ---- reductions -------------------------------------------------------------------------------
@@ -180,11 +182,13 @@ amax, amin = max, min
 
 
 def any(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
-    return _lanes.greater(_lanes.max(_lanes.cast(a, int32), axis, keepdims), 0)
+    nonzero = _lanes.cast(_lanes.not_equal(a, 0), int32)
+    return _lanes.greater(_lanes.sum(nonzero, axis, keepdims), 0)
 
 
 def all(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
-    return _lanes.greater(_lanes.min(_lanes.cast(a, int32), axis, keepdims), 0)
+    zero = _lanes.cast(_lanes.equal(a, 0), int32)
+    return _lanes.equal(_lanes.sum(zero, axis, keepdims), 0)
 
 
 def var(a: Any, axis: Any = None, dtype: Any = None, ddof: int = 0,
@@ -210,14 +214,20 @@ def _flat_or(a: Any, axis: Any) -> tuple[Array, int]:
     return (_lanes.reshape(a, (a.size,)), 0) if axis is None else (a, axis)
 
 
+def _arg_reduce(op: Any, a: Any, axis: Any, keepdims: bool) -> Array:
+    a = asarray(a)
+    if axis is not None:
+        return op(a, axis, keepdims)
+    out = op(_lanes.reshape(a, (a.size,)), 0, False)
+    return _lanes.reshape(out, (1,) * a.ndim) if keepdims else out
+
+
 def argmax(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
-    x, ax = _flat_or(a, axis)
-    return _lanes.argmax(x, ax, keepdims)
+    return _arg_reduce(_lanes.argmax, a, axis, keepdims)
 
 
 def argmin(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
-    x, ax = _flat_or(a, axis)
-    return _lanes.argmin(x, ax, keepdims)
+    return _arg_reduce(_lanes.argmin, a, axis, keepdims)
 
 
 def cumsum(a: Any, axis: Any = None, dtype: Any = None) -> Array:

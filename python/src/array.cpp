@@ -186,10 +186,7 @@ void bind_array(nb::module_& m) {
           nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none(),
           "A read-only numpy view of the array, without a copy.")
       .def(
-          "__dlpack__",
-          [](const Tensor& t, nb::kwargs kwargs) {
-            return to_dlpack_owner(t).attr("__dlpack__")(**kwargs);
-          },
+          "__dlpack__", [](const Tensor& t, nb::kwargs) { return to_dlpack_owner(t); },
           "A DLPack capsule viewing the array (numpy.from_dlpack, torch.from_dlpack).")
       .def("__dlpack_device__", [](const Tensor&) { return nb::make_tuple(1, 0); })
       .def(
@@ -265,14 +262,17 @@ void bind_array(nb::module_& m) {
       .def(
           "__getitem__",
           [](nb::handle self, nb::handle key) { return indexing("getitem")(self, key); },
+          nb::arg("key").none(),
           "numpy's indexing: ints, slices with any step, None, ..., one integer array or traced "
           "integer scalar.")
-      .def("__setitem__",
-           [](nb::handle, nb::handle, nb::handle) {
-             throw nb::type_error(
-                 "lanes arrays are immutable: x[idx] = v is not supported; use "
-                 "x = x.at[idx].set(v) (jax's spelling), which returns the updated array");
-           })
+      .def(
+          "__setitem__",
+          [](nb::handle, nb::handle, nb::handle) {
+            throw nb::type_error(
+                "lanes arrays are immutable: x[idx] = v is not supported; use "
+                "x = x.at[idx].set(v) (jax's spelling), which returns the updated array");
+          },
+          nb::arg("key").none(), nb::arg("value").none())
       .def("__iter__", [](nb::handle self) { return indexing("iterate")(self); })
       .def_prop_ro(
           "at", [](nb::handle self) { return indexing("at")(self); },
@@ -285,13 +285,18 @@ void bind_array(nb::module_& m) {
   using Reduce = Tensor (*)(const Tensor&, const Axes&, bool);
   const std::pair<const char*, Reduce> reductions[] = {
       {"sum", &sum}, {"mean", &mean}, {"prod", &prod}, {"max", &max}, {"min", &min}};
+  // dtype and out as numpy's methods take them (numpy.sum(x) calls x.sum(axis=, out=)).
   for (const auto& [name, op] : reductions)
     array.def(
         name,
-        [op = op](const Tensor& x, nb::handle axis, bool keepdims) {
-          return reduce(op, x, axis, keepdims);
+        [op = op, name = name](const Tensor& x, nb::handle axis, nb::handle dtype, nb::handle out,
+                               bool keepdims) {
+          check(out.is_none(), name, ": out= is not supported (lanes arrays are immutable)");
+          const Tensor in = dtype.is_none() ? x : cast(x, to_dtype(dtype));
+          return reduce(op, in, axis, keepdims);
         },
-        nb::arg("axis").none() = nb::none(), nb::arg("keepdims") = false);
+        nb::arg("axis").none() = nb::none(), nb::arg("dtype").none() = nb::none(),
+        nb::arg("out").none() = nb::none(), nb::arg("keepdims") = false);
 }
 
 }  // namespace lanes::python

@@ -110,20 +110,20 @@ std::optional<Tensor> view_ndarray(nb::handle value) {
 Tensor through_numpy(nb::handle value) {
   nb::object np = dtypes().numpy;
   nb::object a = np.attr("asarray")(value);
-  const std::string kind = nb::cast<std::string>(a.attr("dtype").attr("kind"));
+  const std::string kind = nb::str(a.attr("dtype").attr("kind")).c_str();
   const bool python_value = !nb::isinstance(value, np.attr("ndarray"));
   if (python_value && kind == "f") a = a.attr("astype")("float32");
   if (python_value && (kind == "i" || kind == "u") &&
-      nb::cast<std::string>(a.attr("dtype").attr("name")) != "uint8")
+      std::string(nb::str(a.attr("dtype").attr("name")).c_str()) != "uint8")
     a = a.attr("astype")("int32");
   if (kind == "O" || kind == "U" || kind == "S")
-    throw Error("asarray: cannot make an array of " +
-                nb::cast<std::string>(nb::repr(value.type())) + " values");
+    throw Error("asarray: cannot make an array of " + std::string(nb::repr(value.type()).c_str()) +
+                " values");
   if (std::optional<Tensor> t = view_ndarray(a)) return *t;
   // A dtype lanes lacks (float16, int16, complex, ...) or negative strides: copy or say so.
   if (std::optional<Tensor> t = view_ndarray(np.attr("ascontiguousarray")(a))) return *t;
   throw Error("asarray: lanes has no dtype for numpy's " +
-              nb::cast<std::string>(nb::str(a.attr("dtype"))) +
+              std::string(nb::str(a.attr("dtype").attr("name")).c_str()) +
               " (it has bool, uint8, int32, int64, float32, float64)");
 }
 
@@ -158,7 +158,7 @@ nb::object numpy_dtype(DType dtype) { return dtypes().by_lanes[int(dtype)]; }
 
 DType to_dtype(nb::handle dtype) {
   nb::object d = dtypes().numpy.attr("dtype")(dtype);
-  const std::string name = nb::cast<std::string>(d.attr("name"));
+  const std::string name = nb::str(d.attr("name")).c_str();
   for (DType t : {kBool, kUInt8, kInt32, kInt64, kFloat32, kFloat64})
     if (name == dtype_name(t)) return t;
   throw Error("lanes has no dtype " + name +
