@@ -78,12 +78,22 @@ def rng() -> np.random.Generator:
 
 
 try:  # hypothesis: modest example counts, no per-example deadline (the first call traces)
-    from hypothesis import HealthCheck, settings
+    import tempfile
+    from pathlib import Path
 
+    from hypothesis import HealthCheck, settings
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    # Keep hypothesis' files (example database, constants cache) out of the source tree.
+    set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "lanes-hypothesis")
     settings.register_profile(
-        "lanes", max_examples=25, deadline=None,
+        "lanes", max_examples=25, deadline=None, database=None, print_blob=True,
+        derandomize=True,  # the same examples on every run: failures reproduce
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
+    # A longer search on demand: pytest --hypothesis-profile=lanes-thorough
+    settings.register_profile("lanes-thorough", parent=settings.get_profile("lanes"),
+                              max_examples=300, derandomize=False)
     settings.load_profile("lanes")
 except ImportError:  # pragma: no cover
     pass

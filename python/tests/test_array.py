@@ -523,3 +523,44 @@ def test_numpy_functions_accept_array(a: np.ndarray) -> None:
     assert_close(np.sum(x), a.sum())
     assert_close(np.mean(x, axis=1), a.mean(axis=1))
     assert_close(np.max(x, axis=-1), a.max(axis=-1))
+
+
+# ---- jax semantics numpy lacks ----------------------------------------------------------------
+
+
+def test_integer_true_division_is_float32() -> None:
+    x = lanes.asarray(np.arange(1, 4, dtype=np.int32))
+    assert (x / 2).dtype == np.float32
+    assert (x / x).dtype == np.float32
+    assert_close(x / 2, np.arange(1, 4) / 2)
+
+
+def test_bool_plus_python_int_is_int32() -> None:
+    got = lanes.asarray(np.array([True, False])) + 1
+    assert got.dtype == np.int32
+    assert_equal(got, np.array([2, 1], np.int32))
+
+
+def test_uint8_plus_python_int_stays_uint8() -> None:
+    got = lanes.asarray(np.arange(3, dtype=np.uint8)) + 1
+    assert got.dtype == np.uint8
+    assert_equal(got, np.arange(1, 4, dtype=np.uint8))
+
+
+def test_index_by_0d_array_wraps_negative_and_clamps() -> None:
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    x = lanes.asarray(a)
+    assert_equal(x[lanes.asarray(np.int32(-1))], a[-1])
+    assert_equal(x[lanes.asarray(np.int32(2))], a[2])
+    got = lanes.vmap(lambda i: x[i])(np.array([-1, 0, 2, 9], np.int32))
+    assert_equal(got, a[[3, 0, 2, 3]])  # traced: negative wraps, out of range clamps (jax)
+
+
+def test_at_with_traced_index_under_vmap() -> None:
+    base = np.zeros((3, 4), np.float32)
+    idx = np.array([0, 3, -1], np.int32)
+    got = lanes.vmap(lambda v, i: v.at[i].add(10.0))(base, idx)
+    want = base.copy()
+    for row, i in enumerate(idx):
+        want[row, i] += 10.0
+    assert_equal(got, want)
