@@ -15,6 +15,7 @@
 #include "lanes/ops.h"
 #include "lanes/parallel.h"
 #include "lanes/primitive.h"
+#include "lanes/ragged.h"
 #include "lanes/random.h"
 #include "lanes/tensor.h"
 #include "lanes/tree.h"

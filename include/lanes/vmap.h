@@ -27,6 +27,7 @@
 #include "lanes/collectives.h"
 #include "lanes/graph.h"
 #include "lanes/implicit.h"
+#include "lanes/ragged.h"
 #include "lanes/tree.h"
 
 namespace lanes {
@@ -144,6 +145,8 @@ struct VmapOptions {
   std::shared_ptr<const distributed::Communicator> shard;
   // What each rank passes to a sharded vmap and gets back (see ShardInputs).
   ShardInputs shard_inputs = ShardInputs::Whole;
+  // How Ragged arguments are run (lanes/ragged.h).
+  RaggedStrategy ragged = RaggedStrategy::Auto;
 };
 
 /// Half of the machine's physical memory: the budget of a vmap that sets neither chunk_size nor
@@ -277,6 +280,12 @@ std::vector<Tensor> run_sharded(const Graph& g, const std::vector<Tensor>& leave
 /// their next collective or at the agreement this makes after body), so that none waits forever.
 void sharded_call(const VmapOptions& options, const std::function<void()>& body);
 
+/// The axes of a vmap's leaves when some are Ragged (undefined slots): every Ragged must be
+/// mapped along axis 0 and every mapped Tensor must have `size` examples along its axis.
+std::vector<std::optional<int64_t>> check_ragged_axes(const std::vector<Tensor>& leaves,
+                                                      const std::vector<AxisLeaf>& axes,
+                                                      int64_t size);
+
 }  // namespace detail
 
 template <class F>
@@ -293,21 +302,24 @@ class Vmapped {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
-    if (!opt_.shard) return call(args...);
-    // Sharded across ranks: when one rank raises, every rank raises (lanes/distributed.h).
-    std::optional<decltype(call(args...))> result;
-    detail::sharded_call(opt_, [&] { result.emplace(call(args...)); });
-    return std::move(*result);
+    if constexpr ((detail::has_ragged_v<Args> || ...)) {
+      return call_ragged(args...);
+    } else {
+      if (!opt_.shard) return call(args...);
+      // Sharded across ranks: when one rank raises, every rank raises (lanes/distributed.h).
+      std::optional<decltype(call(args...))> result;
+      detail::sharded_call(opt_, [&] { result.emplace(call(args...)); });
+      return std::move(*result);
+    }
   }
 
   /// Batched graphs cached for concrete calls (see detail::VmapCache).
   size_t cache_size() const { return cache_.size(); }
 
  private:
+  // The axis of every argument leaf, in_axes matched against the arguments' trees.
   template <class... Args>
-  auto call(const Args&... args) const {
-    std::vector<Tensor> leaves;
-    (tree::flatten(args, leaves), ...);
+  std::vector<detail::AxisLeaf> in_axes_of(const Args&... args) const {
     std::vector<detail::AxisLeaf> axes;
     if (in_.is_leaf()) {
       size_t i = 0;
@@ -319,6 +331,60 @@ class Vmapped {
       ((detail::resolve_axes(args, in_.children()[i], "argument " + std::to_string(i), axes), ++i),
        ...);
     }
+    return axes;
+  }
+
+  // Ragged arguments (lanes/ragged.h), by RaggedStrategy::Group: one call of the ordinary vmap
+  // per distinct example shape, the results put back in order.
+  template <class... Args>
+  auto call_ragged(const Args&... args) const {
+    check(!opt_.shard, "vmap: Ragged arguments do not compose with a sharded vmap yet");
+    check(opt_.ragged != RaggedStrategy::Pad,
+          "vmap: RaggedStrategy::Pad is not built yet; use RaggedStrategy::Group (or Auto)");
+    check(opt_.randomness != Randomness::Different,
+          "vmap: randomness Different over Ragged arguments is not built yet");
+    std::vector<const Ragged*> raggeds;
+    const std::tuple<detail::example_of_t<Args>...> slots{detail::with_slots(args, raggeds)...};
+    std::vector<Tensor> leaves;
+    std::apply([&](const auto&... s) { (tree::flatten(s, leaves), ...); }, slots);
+    const std::vector<detail::AxisLeaf> axes =
+        std::apply([&](const auto&... s) { return in_axes_of(s...); }, slots);
+    const int64_t size = raggeds.front()->size();
+    const std::vector<std::optional<int64_t>> in = detail::check_ragged_axes(leaves, axes, size);
+    const std::vector<std::vector<int64_t>> groups = detail::group_by_shape(raggeds, size);
+    using Out = std::invoke_result_t<const F&, const detail::example_of_t<Args>&...>;
+    std::optional<Out> like;
+    std::vector<std::vector<Tensor>> outputs;
+    for (const std::vector<int64_t>& members : groups) {
+      const std::vector<Tensor> group = detail::group_leaves(leaves, raggeds, in, members);
+      const std::tuple<detail::example_of_t<Args>...> example_args = std::apply(
+          [&](const auto&... s) {
+            size_t pos = 0;
+            return std::tuple<detail::example_of_t<Args>...>{tree::rebuild(s, group, pos)...};
+          },
+          slots);
+      Out out = std::apply([&](const auto&... a) { return call(a...); }, example_args);
+      outputs.push_back(tree::flatten(out));
+      if (!like) like.emplace(std::move(out));
+    }
+    const Out shape = like ? *like : Out{};
+    std::vector<detail::AxisLeaf> out_axes;
+    detail::resolve_axes(shape, out_, "output", out_axes);
+    std::vector<std::optional<int64_t>> out;
+    for (const detail::AxisLeaf& a : out_axes) {
+      check(a.axis.has_value(), "vmap: ", a.path, " has out_axes none, which Ragged arguments ",
+            "do not support yet (each example's output is returned)");
+      out.push_back(a.axis);
+    }
+    size_t pos = 0;
+    return detail::ragged_rebuild(shape, detail::ungroup(outputs, out, groups, size), pos);
+  }
+
+  template <class... Args>
+  auto call(const Args&... args) const {
+    std::vector<Tensor> leaves;
+    (tree::flatten(args, leaves), ...);
+    const std::vector<detail::AxisLeaf> axes = in_axes_of(args...);
     detail::VmapPlan plan = detail::plan_vmap(leaves, axes, opt_);
     // A sharded vmap agrees with the other ranks on the lanes each one runs.
     const std::optional<detail::ShardPlan> shard = detail::plan_shard(plan, opt_);
