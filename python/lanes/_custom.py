@@ -3,7 +3,9 @@ jax.custom_batching.custom_vmap) over lanes' C++ custom rules."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import threading
 from typing import Any, Callable
 
 from . import _lanes
@@ -14,6 +16,26 @@ from .tree_util import tree_flatten, tree_unflatten
 
 def _zeros_like(a: Array) -> Array:
     return _lanes.full(a.shape, 0.0, a.dtype)
+
+
+class _InsideRule:
+    """Whether this thread is tracing one of a custom function's rules: a rule that calls the
+    function itself (``return f(x), residuals``, jax's idiom) then gets the plain function."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def active(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0
+
+    @contextlib.contextmanager
+    def scope(self) -> Any:
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
 
 
 class custom_vjp:
@@ -31,11 +53,14 @@ class custom_vjp:
         self.fun = fun
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+        self._inside = _InsideRule()
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args: Any) -> Any:
+        if self._inside.active:
+            return self.fun(*args)
         if self.fwd is None or self.bwd is None:
             raise LanesError(f"custom_vjp: {self.__name__} has no rule; call defvjp(fwd, bwd)")
         fwd, bwd = self.fwd, self.bwd
@@ -47,13 +72,15 @@ class custom_vjp:
             return outputs.flatten(self.fun(*tree_unflatten(treedef, ls)), "custom_vjp")
 
         def flat_fwd(ls: list[Array]) -> tuple[list[Array], list[Array]]:
-            out = fwd(*tree_unflatten(treedef, ls))
+            with self._inside.scope():
+                out = fwd(*tree_unflatten(treedef, ls))
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise LanesError("custom_vjp: fwd must return (output, residuals)")
             return outputs.flatten(out[0], "custom_vjp fwd"), residuals.flatten(out[1], "residual")
 
         def flat_bwd(res: list[Array], ct: list[Array]) -> list[Array]:
-            cts = bwd(residuals.rebuild(res), outputs.rebuild(ct))
+            with self._inside.scope():
+                cts = bwd(residuals.rebuild(res), outputs.rebuild(ct))
             if not isinstance(cts, (tuple, list)) or len(cts) != len(args):
                 raise LanesError(f"custom_vjp: bwd must return a tuple of {len(args)} "
                                  "cotangents, one per argument")
@@ -80,12 +107,15 @@ class custom_jvp:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.rule: Callable | None = None
+        self._inside = _InsideRule()
 
     def defjvp(self, rule: Callable) -> Callable:
         self.rule = rule
         return rule
 
     def __call__(self, *args: Any) -> Any:
+        if self._inside.active:
+            return self.fun(*args)
         if self.rule is None:
             raise LanesError(f"custom_jvp: {self.__name__} has no rule; use @f.defjvp")
         rule = self.rule
@@ -96,7 +126,8 @@ class custom_jvp:
             return outputs.flatten(self.fun(*tree_unflatten(treedef, ls)), "custom_jvp")
 
         def flat_rule(p: list[Array], t: list[Array]) -> tuple[list[Array], list[Array]]:
-            out = rule(tuple(tree_unflatten(treedef, p)), tuple(tree_unflatten(treedef, t)))
+            with self._inside.scope():
+                out = rule(tuple(tree_unflatten(treedef, p)), tuple(tree_unflatten(treedef, t)))
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise LanesError("custom_jvp: the rule must return (output, tangent_out)")
             tangent = _Outputs()

@@ -113,9 +113,14 @@ Tensor through_numpy(nb::handle value) {
   const std::string kind = nb::str(a.attr("dtype").attr("kind")).c_str();
   const bool python_value = !nb::isinstance(value, np.attr("ndarray"));
   if (python_value && kind == "f") a = a.attr("astype")("float32");
+  // Python ints are int32 as in jax, unless a value does not fit: then int64, never a wrap.
   if (python_value && (kind == "i" || kind == "u") &&
-      std::string(nb::str(a.attr("dtype").attr("name")).c_str()) != "uint8")
-    a = a.attr("astype")("int32");
+      std::string(nb::str(a.attr("dtype").attr("name")).c_str()) != "uint8") {
+    const nb::object in_range = np.attr("logical_and")(np.attr("greater_equal")(a, -2147483648LL),
+                                                       np.attr("less_equal")(a, 2147483647LL));
+    const bool fits = PyObject_IsTrue(np.attr("all")(in_range).ptr()) == 1;
+    a = a.attr("astype")(fits ? "int32" : "int64");
+  }
   if (kind == "O" || kind == "U" || kind == "S")
     throw Error("asarray: cannot make an array of " + std::string(nb::repr(value.type()).c_str()) +
                 " values");

@@ -68,7 +68,7 @@ void bind_random(nb::module_& root) {
     nb::gil_scoped_release release;
     std::vector<Tensor> bits;
     for (const Key& part : random::split(k, num)) bits.push_back(part.bits);
-    return stack(bits, 0);
+    return bits.empty() ? zeros({0}, kInt64) : stack(bits, 0);
   });
   m.def("fold_in", [](nb::handle key, nb::handle data) {
     const Key k = to_key(key);

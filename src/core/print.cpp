@@ -76,8 +76,7 @@ struct Formatter {
 
 struct Printer {
   const Shape& shape;
-  const std::vector<double>& values;
-  const Formatter& format;
+  const std::vector<std::string>& cells;  // each element formatted
   size_t width;
   bool summarise;
   std::ostream& os;
@@ -85,7 +84,7 @@ struct Printer {
   // Prints the sub-array at `dim` starting at flat index `base`; `indent` is the column of '['.
   void print(size_t dim, int64_t base, size_t indent) {
     if (dim == shape.size()) {
-      std::string s = format(values[base]);
+      const std::string& s = cells[size_t(base)];
       os << std::string(width - s.size(), ' ') << s;
       return;
     }
@@ -119,13 +118,19 @@ struct Printer {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";
   if (t.is_tracer()) return os << "Traced<" << dtype_name(t.dtype()) << shape_str(t.shape()) << ">";
-  const std::vector<double> values = t.to_vector<double>();
   const bool summarise = t.numel() > kSummariseAbove;
-  Formatter format(values, t.dtype());
+  std::vector<std::string> cells;
+  if (t.dtype() == DType::Int64) {  // exactly: a double holds 53 bits (random keys use all 64)
+    for (int64_t v : t.to_vector<int64_t>()) cells.push_back(std::to_string(v));
+  } else {
+    const std::vector<double> values = t.to_vector<double>();
+    const Formatter format(values, t.dtype());
+    for (double v : values) cells.push_back(format(v));
+  }
   size_t width = 0;
-  for (double v : values) width = std::max(width, format(v).size());
+  for (const std::string& c : cells) width = std::max(width, c.size());
   os << "array(";
-  Printer{t.shape(), values, format, width, summarise, os}.print(0, 0, 6);
+  Printer{t.shape(), cells, width, summarise, os}.print(0, 0, 6);
   const bool default_dtype =
       t.dtype() == DType::Float64 || t.dtype() == DType::Int64 || t.dtype() == DType::Bool;
   if (!default_dtype || t.numel() == 0) os << ", dtype=" << dtype_name(t.dtype());
