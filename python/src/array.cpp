@@ -79,13 +79,6 @@ Tensor reduce(Tensor (*op)(const Tensor&, const Axes&, bool), const Tensor& x, n
   return op(x, axes ? Axes(*axes) : Axes{}, keepdims);
 }
 
-Shape to_shape(nb::handle shape) {
-  if (PyLong_Check(shape.ptr())) return Shape{nb::cast<int64_t>(shape)};
-  Shape s;
-  for (nb::handle d : shape) s.push_back(nb::cast<int64_t>(d));
-  return s;
-}
-
 // reshape(2, 3), reshape((2, 3)), with one -1 inferred as numpy does.
 Tensor reshape_like_numpy(const Tensor& x, nb::args args) {
   Shape shape = args.size() == 1 ? to_shape(args[0]) : to_shape(args);

@@ -36,6 +36,20 @@ nb::object to_dlpack_owner(const Tensor& t);
 /// numpy's axis argument: None (every axis), an int, or a sequence of ints.
 std::optional<std::vector<int64_t>> to_axes(nb::handle axis);
 
+/// The leaf lists transforms pass between Python and C++.
+using Leaves = std::vector<Tensor>;
+Leaves to_leaves(nb::handle seq);
+nb::list to_list(const Leaves& leaves);
+
+/// numpy's shape argument (an int or a sequence of ints); a dtype argument or `fallback` for None.
+Shape to_shape(nb::handle shape);
+DType dtype_or(nb::handle dtype, DType fallback);
+
+/// A Python object C++ may keep past the call that gave it (a transform's function, a custom
+/// rule in a graph): its last reference may go on any thread, so it is dropped under the GIL
+/// (and left alone once the interpreter is gone).
+std::shared_ptr<nb::object> hold(nb::object o);
+
 /// Raises lanes.ConcretizationError when t is a tracer: Python needs its value (`what`: "bool()",
 /// "float()", ...).
 void check_concrete(const Tensor& t, const char* what);

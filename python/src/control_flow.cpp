@@ -9,20 +9,6 @@
 namespace lanes::python {
 namespace {
 
-using Leaves = std::vector<Tensor>;
-
-Leaves to_leaves(nb::handle seq) {
-  Leaves out;
-  for (nb::handle h : seq) out.push_back(to_tensor(h));
-  return out;
-}
-
-nb::list to_list(const Leaves& leaves) {
-  nb::list out;
-  for (const Tensor& t : leaves) out.append(nb::cast(t));
-  return out;
-}
-
 // A Python function of leaf lists, called from C++ under the GIL. Held only while the op traces
 // it (the call below), so a plain reference is enough.
 struct Call {

@@ -211,4 +211,35 @@ std::optional<std::vector<int64_t>> to_axes(nb::handle axis) {
   return axes;
 }
 
+Leaves to_leaves(nb::handle seq) {
+  Leaves out;
+  for (nb::handle h : seq) out.push_back(to_tensor(h));
+  return out;
+}
+
+nb::list to_list(const Leaves& leaves) {
+  nb::list out;
+  for (const Tensor& t : leaves) out.append(nb::cast(t));
+  return out;
+}
+
+Shape to_shape(nb::handle shape) {
+  if (PyLong_Check(shape.ptr())) return Shape{nb::cast<int64_t>(shape)};
+  Shape s;
+  for (nb::handle d : shape) s.push_back(nb::cast<int64_t>(d));
+  return s;
+}
+
+DType dtype_or(nb::handle dtype, DType fallback) {
+  return dtype.is_none() ? fallback : to_dtype(dtype);
+}
+
+std::shared_ptr<nb::object> hold(nb::object o) {
+  return std::shared_ptr<nb::object>(new nb::object(std::move(o)), [](nb::object* p) {
+    if (!Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
 }  // namespace lanes::python

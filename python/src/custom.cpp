@@ -10,30 +10,6 @@
 namespace lanes::python {
 namespace {
 
-using Leaves = std::vector<Tensor>;
-
-Leaves to_leaves(nb::handle seq) {
-  Leaves out;
-  for (nb::handle h : seq) out.push_back(to_tensor(h));
-  return out;
-}
-
-nb::list to_list(const Leaves& leaves) {
-  nb::list out;
-  for (const Tensor& t : leaves) out.append(nb::cast(t));
-  return out;
-}
-
-// A Python callable that C++ may keep past the call (a custom_vmap rule lives in the graph):
-// dropped under the GIL, on whichever thread lets it go.
-std::shared_ptr<nb::object> hold(nb::object o) {
-  return std::shared_ptr<nb::object>(new nb::object(std::move(o)), [](nb::object* p) {
-    if (!Py_IsInitialized()) return;
-    nb::gil_scoped_acquire gil;
-    delete p;
-  });
-}
-
 // fn(leaves) -> leaves, under the GIL.
 struct Fn {
   std::shared_ptr<nb::object> fn;

@@ -29,17 +29,6 @@ std::vector<Tensor> tensors(nb::handle seq) {
   return out;
 }
 
-Shape shape_of(nb::handle shape) {
-  if (PyLong_Check(shape.ptr())) return Shape{nb::cast<int64_t>(shape)};
-  Shape s;
-  for (nb::handle d : shape) s.push_back(nb::cast<int64_t>(d));
-  return s;
-}
-
-DType dtype_or(nb::handle dtype, DType fallback) {
-  return dtype.is_none() ? fallback : to_dtype(dtype);
-}
-
 Axes axes_of(const std::optional<std::vector<int64_t>>& axes) {
   return axes ? Axes(*axes) : Axes{};
 }
@@ -211,7 +200,7 @@ void bind_reductions(nb::module_& m) {
 void bind_shapes(nb::module_& m) {
   m.def("reshape", [](nb::handle x, nb::handle shape) {
     const Tensor t = to_tensor(x);
-    const Shape s = shape_of(shape);
+    const Shape s = to_shape(shape);
     nb::gil_scoped_release release;
     return reshape(t, s);
   });
@@ -249,7 +238,7 @@ void bind_shapes(nb::module_& m) {
       nb::arg("x"), nb::arg("axis").none() = nb::none());
   m.def("broadcast_to", [](nb::handle x, nb::handle shape) {
     const Tensor t = to_tensor(x);
-    const Shape s = shape_of(shape);
+    const Shape s = to_shape(shape);
     nb::gil_scoped_release release;
     return broadcast_to(t, s);
   });
@@ -360,7 +349,7 @@ void bind_creation(nb::module_& m) {
   m.def(
       "full",
       [](nb::handle shape, double value, nb::handle dtype) {
-        return full(shape_of(shape), value, dtype_or(dtype, kFloat32));
+        return full(to_shape(shape), value, dtype_or(dtype, kFloat32));
       },
       nb::arg("shape"), nb::arg("value"), nb::arg("dtype").none() = nb::none());
   m.def(
@@ -375,7 +364,7 @@ void bind_creation(nb::module_& m) {
   m.def(
       "iota",
       [](nb::handle shape, int64_t dimension, nb::handle dtype) {
-        return iota(shape_of(shape), dimension, dtype_or(dtype, kInt32));
+        return iota(to_shape(shape), dimension, dtype_or(dtype, kInt32));
       },
       nb::arg("shape"), nb::arg("dimension"), nb::arg("dtype").none() = nb::none());
 }

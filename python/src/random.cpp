@@ -21,17 +21,6 @@ Key to_key(nb::handle h) {
   return Key{bits};
 }
 
-Shape shape_of(nb::handle shape) {
-  if (PyLong_Check(shape.ptr())) return Shape{nb::cast<int64_t>(shape)};
-  Shape s;
-  for (nb::handle d : shape) s.push_back(nb::cast<int64_t>(d));
-  return s;
-}
-
-DType dtype_or(nb::handle dtype, DType fallback) {
-  return dtype.is_none() ? fallback : to_dtype(dtype);
-}
-
 // Calls draw(key) or draw(generator), whichever `source` is, with the GIL released.
 template <class Draw>
 Tensor from_source(nb::handle source, Draw draw) {
@@ -79,7 +68,7 @@ void bind_random(nb::module_& root) {
   m.def(
       "uniform",
       [](nb::handle source, nb::handle shape, nb::handle dtype, double lo, double hi) {
-        const Shape s = shape_of(shape);
+        const Shape s = to_shape(shape);
         const DType d = dtype_or(dtype, kFloat32);
         return from_source(source, [&](const auto& k) { return random::uniform(k, s, lo, hi, d); });
       },
@@ -88,19 +77,19 @@ void bind_random(nb::module_& root) {
   m.def(
       "normal",
       [](nb::handle source, nb::handle shape, nb::handle dtype) {
-        const Shape s = shape_of(shape);
+        const Shape s = to_shape(shape);
         const DType d = dtype_or(dtype, kFloat32);
         return from_source(source, [&](const auto& k) { return random::normal(k, s, d); });
       },
       nb::arg("key"), nb::arg("shape"), nb::arg("dtype").none());
   m.def("bernoulli", [](nb::handle source, double p, nb::handle shape) {
-    const Shape s = shape_of(shape);
+    const Shape s = to_shape(shape);
     return from_source(source, [&](const auto& k) { return random::bernoulli(k, p, s); });
   });
   m.def(
       "randint",
       [](nb::handle source, nb::handle shape, int64_t lo, int64_t hi, nb::handle dtype) {
-        const Shape s = shape_of(shape);
+        const Shape s = to_shape(shape);
         const DType d = dtype_or(dtype, kInt32);
         return from_source(source, [&](const auto& k) { return random::randint(k, s, lo, hi, d); });
       },
@@ -121,7 +110,7 @@ void bind_random(nb::module_& root) {
   m.def(
       "truncated_normal",
       [](nb::handle source, double lo, double hi, nb::handle shape, nb::handle dtype) {
-        const Shape s = shape_of(shape);
+        const Shape s = to_shape(shape);
         const DType d = dtype_or(dtype, kFloat32);
         return from_source(
             source, [&](const auto& k) { return random::truncated_normal(k, lo, hi, s, d); });

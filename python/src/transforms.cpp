@@ -16,52 +16,23 @@
 namespace lanes::python {
 namespace {
 
-using Leaves = std::vector<Tensor>;
-using Axes1 = std::vector<std::optional<int64_t>>;
-
-// A Python callable held by C++ (a transform's function, a deferred out_axes): the last
-// reference may go away on any thread, so it is dropped under the GIL.
-class PyRef {
- public:
-  explicit PyRef(nb::object o)
-      : o_(new nb::object(std::move(o)), [](nb::object* p) {
-          if (!Py_IsInitialized()) return;
-          nb::gil_scoped_acquire gil;
-          delete p;
-        }) {}
-  const nb::object& get() const { return *o_; }
-
- private:
-  std::shared_ptr<nb::object> o_;
-};
-
-Leaves to_leaves(nb::handle seq) {
-  Leaves out;
-  for (nb::handle h : seq) out.push_back(to_tensor(h));
-  return out;
-}
-
-nb::list to_list(const Leaves& leaves) {
-  nb::list out;
-  for (const Tensor& t : leaves) out.append(nb::cast(t));
-  return out;
-}
+using LeafAxes = std::vector<std::optional<int64_t>>;
 
 // fn(list of Arrays) -> list of Arrays, called from C++ under the GIL.
 struct FlatFn {
-  PyRef fn;
+  std::shared_ptr<nb::object> fn;
   Leaves operator()(const Leaves& in) const {
     nb::gil_scoped_acquire gil;
-    return to_leaves(fn.get()(to_list(in)));
+    return to_leaves((*fn)(to_list(in)));
   }
 };
 
 // fn(list, list) -> list: the differentiated leaves, then the others held fixed.
 struct FlatFn2 {
-  PyRef fn;
+  std::shared_ptr<nb::object> fn;
   std::pair<Tensor, Leaves> operator()(const Leaves& diff, const Leaves& rest) const {
     nb::gil_scoped_acquire gil;
-    Leaves out = to_leaves(fn.get()(to_list(diff), to_list(rest)));
+    Leaves out = to_leaves((*fn)(to_list(diff), to_list(rest)));
     check(!out.empty(), "grad: the function returned no value");
     Tensor loss = out.front();
     out.erase(out.begin());
@@ -69,7 +40,7 @@ struct FlatFn2 {
   }
 };
 
-AxisSpec leaf_axes(const Axes1& axes) {
+AxisSpec leaf_axes(const LeafAxes& axes) {
   std::vector<AxisSpec> specs;
   for (const auto& a : axes) specs.push_back(a ? AxisSpec(*a) : AxisSpec(none));
   return AxisSpec(std::move(specs));
@@ -100,11 +71,11 @@ Randomness randomness_mode(const std::string& s) {
 // batched graphs. out_axes is decided by Python once f's output tree is known.
 class Vmap {
  public:
-  Vmap(nb::object fn, const Axes1& in_axes, nb::object out_axes, const VmapOptions& options)
-      : vmapped_(FlatFn{PyRef(std::move(fn))}, AxisSpec(std::vector<AxisSpec>{leaf_axes(in_axes)}),
-                 AxisSpec::deferred([out = PyRef(std::move(out_axes))] {
+  Vmap(nb::object fn, const LeafAxes& in_axes, nb::object out_axes, const VmapOptions& options)
+      : vmapped_(FlatFn{hold(std::move(fn))}, AxisSpec(std::vector<AxisSpec>{leaf_axes(in_axes)}),
+                 AxisSpec::deferred([out = hold(std::move(out_axes))] {
                    nb::gil_scoped_acquire gil;
-                   return leaf_axes(nb::cast<Axes1>(out.get()()));
+                   return leaf_axes(nb::cast<LeafAxes>((*out)()));
                  }),
                  options) {}
 
@@ -146,7 +117,7 @@ VmapOptions vmap_options(std::optional<std::string> axis_name, std::optional<int
 // results at no cost, so each call rebuilds the tree its own trace recorded.
 class Jit {
  public:
-  explicit Jit(nb::object fn) : compiled_(FlatFn{PyRef(std::move(fn))}) {}
+  explicit Jit(nb::object fn) : compiled_(FlatFn{hold(std::move(fn))}) {}
   std::pair<Leaves, int64_t> operator()(const Leaves& leaves) const {
     Leaves out;
     {
@@ -182,7 +153,7 @@ class Pullback {
 std::string graph_text(nb::object fn, const Leaves& leaves) {
   nb::gil_scoped_release release;
   std::ostringstream os;
-  os << make_graph(FlatFn{PyRef(std::move(fn))})(leaves);
+  os << make_graph(FlatFn{hold(std::move(fn))})(leaves);
   return os.str();
 }
 
@@ -190,7 +161,7 @@ std::string graph_text(nb::object fn, const Leaves& leaves) {
 
 void bind_transforms(nb::module_& m) {
   nb::class_<Vmap>(m, "Vmap")
-      .def(nb::new_([](nb::object fn, const Axes1& in_axes, nb::object out_axes,
+      .def(nb::new_([](nb::object fn, const LeafAxes& in_axes, nb::object out_axes,
                        std::optional<std::string> axis_name, std::optional<int64_t> axis_size,
                        std::optional<int64_t> chunk_size, std::optional<int64_t> max_memory,
                        const std::string& randomness, const std::string& cond,
@@ -216,7 +187,7 @@ void bind_transforms(nb::module_& m) {
   m.def(
       "value_and_grad",
       [](nb::object fn, const Leaves& diff, const Leaves& rest) {
-        const FlatFn2 f{PyRef(std::move(fn))};
+        const FlatFn2 f{hold(std::move(fn))};
         nb::gil_scoped_release release;
         auto [value, grads] = lanes::value_and_grad(f, has_aux)(diff, rest);
         return std::make_tuple(value.first, value.second, grads);
@@ -224,7 +195,7 @@ void bind_transforms(nb::module_& m) {
       "(loss, aux leaves, gradient leaves) of fn(diff, rest) -> [loss, *aux] at diff.");
 
   m.def("vjp", [](nb::object fn, const Leaves& primals) {
-    const FlatFn f{PyRef(std::move(fn))};
+    const FlatFn f{hold(std::move(fn))};
     nb::gil_scoped_release release;
     auto [out, backward] = lanes::vjp(f, primals);
     return std::make_pair(out, Pullback([backward = std::move(backward)](const Leaves& cts) {
@@ -233,7 +204,7 @@ void bind_transforms(nb::module_& m) {
   });
 
   m.def("jvp", [](nb::object fn, const Leaves& primals, const Leaves& tangents) {
-    const FlatFn f{PyRef(std::move(fn))};
+    const FlatFn f{hold(std::move(fn))};
     nb::gil_scoped_release release;
     return lanes::jvp(f, std::make_tuple(primals), std::make_tuple(tangents));
   });
