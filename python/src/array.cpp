@@ -100,6 +100,69 @@ Tensor reshape_like_numpy(const Tensor& x, nb::args args) {
   return reshape(x, shape);
 }
 
+// The buffer protocol (memoryview(x), anything that reads buffers): a read-only view of the
+// tensor's memory. The view's shape and strides live beside a tensor copy that keeps the memory
+// alive until the consumer releases the buffer.
+struct BufferView {
+  Tensor tensor;
+  std::vector<Py_ssize_t> shape, strides;
+};
+
+const char* buffer_format(DType d) {
+  switch (d) {
+    case kBool:
+      return "?";
+    case kUInt8:
+      return "B";
+    case kInt32:
+      return "i";
+    case kInt64:
+      return "q";
+    case kFloat32:
+      return "f";
+    case kFloat64:
+      return "d";
+  }
+  return "B";
+}
+
+int get_buffer(PyObject* self, Py_buffer* view, int flags) {
+  Tensor* t = nullptr;
+  if (!nb::try_cast(nb::handle(self), t, false) || !t || !t->defined() || t->is_tracer()) {
+    PyErr_SetString(PyExc_BufferError, "lanes.Array: no buffer (a traced or undefined array)");
+    return -1;
+  }
+  if (flags & PyBUF_WRITABLE) {
+    PyErr_SetString(PyExc_BufferError,
+                    "lanes.Array: buffers are read-only (lanes arrays are immutable)");
+    return -1;
+  }
+  auto* b = new BufferView{*t, {}, {}};
+  const Py_ssize_t item = Py_ssize_t(dtype_size(t->dtype()));
+  for (int64_t d = 0; d < t->ndim(); ++d) {
+    b->shape.push_back(Py_ssize_t(t->shape()[size_t(d)]));
+    b->strides.push_back(Py_ssize_t(t->strides()[size_t(d)]) * item);
+  }
+  view->buf = const_cast<void*>(t->raw_data());
+  view->obj = Py_NewRef(self);
+  view->len = Py_ssize_t(t->numel()) * item;
+  view->readonly = 1;
+  view->itemsize = item;
+  view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(buffer_format(t->dtype())) : nullptr;
+  view->ndim = int(t->ndim());
+  view->shape = b->shape.data();
+  view->strides = b->strides.data();
+  view->suboffsets = nullptr;
+  view->internal = b;
+  return 0;
+}
+
+void release_buffer(PyObject*, Py_buffer* view) { delete static_cast<BufferView*>(view->internal); }
+
+PyType_Slot buffer_slots[] = {{Py_bf_getbuffer, reinterpret_cast<void*>(get_buffer)},
+                              {Py_bf_releasebuffer, reinterpret_cast<void*>(release_buffer)},
+                              {0, nullptr}};
+
 // A function of lanes/_indexing.py.
 nb::object indexing(const char* name) { return nb::module_::import_("lanes._indexing").attr(name); }
 
@@ -108,7 +171,8 @@ nb::object indexing(const char* name) { return nb::module_::import_("lanes._inde
 void bind_array(nb::module_& m) {
   nb::class_<Tensor> array(m, "Array",
                            "An n-dimensional array of lanes (jax.Array): numpy's array protocol, "
-                           "jax's operators and weak typing of Python scalars.");
+                           "jax's operators and weak typing of Python scalars.",
+                           nb::type_slots(buffer_slots));
   array.def_prop_ro("shape", &shape_tuple, "The dimensions, a tuple of ints.")
       .def_prop_ro(
           "dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); },

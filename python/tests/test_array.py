@@ -564,3 +564,18 @@ def test_at_with_traced_index_under_vmap() -> None:
     for row, i in enumerate(idx):
         want[row, i] += 10.0
     assert_equal(got, want)
+
+
+def test_buffer_protocol_is_a_read_only_view() -> None:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = lanes.asarray(a)
+    view = memoryview(x)
+    assert view.readonly and view.format == "f" and view.shape == (3, 4)
+    assert view.tolist() == a.tolist()
+    # No copy: numpy over the buffer sees lanes' memory.
+    assert np.asarray(view).__array_interface__["data"][0] == a.__array_interface__["data"][0]
+    # Strided views keep their strides; every dtype has its format.
+    assert memoryview(x[:, ::2]).tolist() == a[:, ::2].tolist()
+    for dtype in (np.bool_, np.uint8, np.int32, np.int64, np.float64):
+        b = np.ones(3, dtype)
+        assert np.array_equal(np.asarray(memoryview(lanes.asarray(b))), b)
