@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# lanes, jax and PyTorch side by side on every workload of bench/workloads.cpp, in one run:
+# lanes, jax and PyTorch side by side on every workload of bench/workloads.cpp, in one run, with
+# lanes' Python API (bench/peers/lanes_workloads.py) as an informational extra column:
 #
 #   scripts/bench_peers.sh [--threads N] [--quick] [--workload NAME]... [--beside-twin]
 #
 # 1. a virtual environment under build/peers-venv with the pinned versions of
 #    bench/peers/requirements.txt (made once, reused while that file is unchanged; torch brings
 #    a few GB of CUDA libraries with it, which is why it lives under build/);
-# 2. lanes in Release (build/, target workloads only); LANES_BENCH_SKIP_BUILD=1 skips this step
-#    (no Debian packages, no cmake) and uses the build/bench/workloads that is there;
+# 2. lanes in Release (build/, targets workloads and the Python extension _lanes, built against
+#    build/venv's Python, the interpreter build/peers-venv was made from);
+#    LANES_BENCH_SKIP_BUILD=1 skips this step (no Debian packages, no cmake) and uses the
+#    build/bench/workloads and build/python that are there (no lanes-python run without the
+#    latter);
 # 3. the inputs: build/bench/workloads --dump-inputs build/peers-inputs;
-# 4. lanes, jax and torch one after the other, each pinned to the same N cores (default 2) with
-#    taskset and told to use N threads (bench/peers/README.md);
+# 4. lanes, lanes-python (PYTHONPATH=build/python), jax and torch one after the other, each
+#    pinned to the same N cores (default 2) with taskset and told to use N threads
+#    (bench/peers/README.md);
 # 5. bench/peers/report.py: checks every peer's checksums against lanes' and writes
 #    bench/results/peers.md and bench/results/peers.png (with --quick, build/peers-results/
 #    instead: 2 timed runs per cell, for development, never committed).
@@ -20,7 +25,7 @@
 # $results/S.jsonl (as above), then again to $results/S-twin.jsonl while a twin -- the same
 # command, same taskset and threads, output discarded -- runs beside it, restarted whenever it
 # exits until the measured run ends; then the twin's process group is killed (also on Ctrl-C,
-# SIGTERM or an error: a trap). Step 5 writes bench/peers/contention_report.py's table to
+# SIGTERM or an error: a trap); lanes-python too. Step 5 writes bench/peers/contention_report.py's table to
 # $out_dir/contention_peers.md (bench/results/, or build/peers-results/ with --quick) and prints
 # it; peers.md and peers.png are NOT overwritten: they are written from the quiet runs into
 # build/peers-results/ (results=, below), whatever --quick says.
@@ -40,7 +45,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=(--quick); shift ;;
     --workload) selected+=(--workload "$2"); shift 2 ;;
     --beside-twin) twin=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "usage: $0 [--threads N] [--quick] [--workload NAME]... [--beside-twin]" >&2
        exit 2 ;;
   esac
@@ -81,11 +86,24 @@ if [ "${LANES_BENCH_SKIP_BUILD:-0}" = 1 ]; then
   say "not building lanes (LANES_BENCH_SKIP_BUILD=1): using build/bench/workloads as it is"
 else
   lanes_install_deps
+  lanes_python_env  # build/venv: nanobind, for the Python extension
   launcher=()
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  say "building lanes (Release, target workloads)"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" >/dev/null
-  cmake --build build -j "$(nproc)" --target workloads >/dev/null
+  say "building lanes (Release, targets workloads and _lanes)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLANES_BUILD_PYTHON=ON \
+    -DPython_EXECUTABLE="$LANES_VENV/bin/python" "${launcher[@]}" >/dev/null
+  cmake --build build -j "$(nproc)" --target workloads _lanes >/dev/null
+fi
+# lanes' Python package (build/python): its extension is built for build/venv's Python, which
+# must be the CPython build/peers-venv runs (both are made from python3).
+lanes_python=0
+if ! compgen -G "build/python/lanes/_lanes*.so" >/dev/null; then
+  echo "bench_peers: no build/python/lanes/_lanes*.so: no lanes-python run" >&2
+elif ! PYTHONPATH=build/python "$py" -c "import lanes" 2>/dev/null; then
+  echo "bench_peers: build/python/lanes does not import in $py (built for another Python?):" \
+    "no lanes-python run" >&2
+else
+  lanes_python=1
 fi
 
 # ---- 3. the inputs -------------------------------------------------------------------------------
@@ -95,7 +113,7 @@ rm -rf "$inputs"
 build/bench/workloads --dump-inputs "$inputs" "${quick[@]}" "${selected[@]}" >/dev/null
 say "inputs in $inputs"
 
-# ---- 4. the three systems on the same cores ------------------------------------------------------
+# ---- 4. the systems on the same cores ------------------------------------------------------------
 pin=()
 if [ "$(nproc)" -ge "$threads" ] && command -v taskset >/dev/null; then
   pin=(taskset -c "0-$((threads - 1))")
@@ -118,6 +136,9 @@ run() {  # run NAME COMMAND...: its JSON lines to $results/NAME.jsonl, its stder
 }
 export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 lanes_cmd=(build/bench/workloads --json-only --threads "$threads" "${quick[@]}" "${selected[@]}")
+lanes_py_cmd=(env "PYTHONPATH=$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" "$py"
+  bench/peers/lanes_workloads.py --inputs "$inputs" --threads "$threads" "${quick[@]}"
+  "${selected[@]}")
 jax_cmd=("$py" bench/peers/jax_workloads.py --inputs "$inputs" --threads "$threads"
   "${quick[@]}" "${selected[@]}")
 torch_cmd=("$py" bench/peers/torch_workloads.py --inputs "$inputs" --threads "$threads"
@@ -188,12 +209,17 @@ if [ "$twin" = 1 ]; then
   }
   run lanes "${lanes_cmd[@]}"
   run_beside_twin lanes "${lanes_cmd[@]}"
+  if [ "$lanes_python" = 1 ]; then
+    run lanes-python "${lanes_py_cmd[@]}"
+    run_beside_twin lanes-python "${lanes_py_cmd[@]}"
+  fi
   run jax "${jax_cmd[@]}"
   run_beside_twin jax "${jax_cmd[@]}"
   run torch "${torch_cmd[@]}"
   run_beside_twin torch "${torch_cmd[@]}"
 else
   run lanes "${lanes_cmd[@]}"
+  if [ "$lanes_python" = 1 ]; then run lanes-python "${lanes_py_cmd[@]}"; fi
   run jax "${jax_cmd[@]}"
   run torch "${torch_cmd[@]}"
 fi
@@ -203,8 +229,11 @@ peers_dir=$out_dir
 [ "$twin" = 1 ] && peers_dir=$results  # --beside-twin leaves bench/results/peers.* alone
 say "writing $peers_dir/peers.md and $peers_dir/peers.png"
 report=0
+python_report=()
+[ "$lanes_python" = 1 ] && python_report=(--lanes-python "$results/lanes-python.jsonl")
 "$py" bench/peers/report.py --lanes "$results/lanes.jsonl" --jax "$results/jax.jsonl" \
-  --torch "$results/torch.jsonl" --threads "$threads" --load "$load" "${quick[@]}" \
+  --torch "$results/torch.jsonl" "${python_report[@]}" --threads "$threads" --load "$load" \
+  "${quick[@]}" \
   --elapsed "$((SECONDS - start)) s (${installed:-no installs})" \
   --md "$peers_dir/peers.md" --png "$peers_dir/peers.png" || report=1
 if [ "$twin" = 1 ]; then

@@ -27,7 +27,7 @@ from typing import Any, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report import fmt_ms, machine, read_jsonl  # noqa: E402
 
-SYSTEMS = ("lanes", "jax", "torch")
+SYSTEMS = ("lanes", "lanes-python", "jax", "torch")
 Rows = dict[str, dict[str, dict[str, Any]]]  # {workload: {variant: JSON line}}
 
 

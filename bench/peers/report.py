@@ -3,9 +3,16 @@ torch_workloads.py into the side-by-side table (peers.md) and chart (peers.png),
 every peer's output agrees with lanes' (the checksums of bench/workloads/harness.h).
 
     python bench/peers/report.py --lanes L.jsonl --jax J.jsonl --torch T.jsonl --threads N
-        --md OUT.md --png OUT.png [--quick]
+        --md OUT.md --png OUT.png [--quick] [--lanes-python P.jsonl]
 
-Exits 1 when a peer's output disagrees with lanes' on some row (the row is flagged in the table).
+--lanes-python adds the JSON lines of lanes_workloads.py (the same library through its Python
+API): two informational columns of the table, "lanes (python)" (its best batched variant) and
+"python/C++" (that / lanes' best), and its loop and manual cells in the second table. Its
+checksums are checked like a peer's, but it is never a row's best peer: the ranking stays lanes'
+C++ API against jax and torch.
+
+Exits 1 when a peer's (or lanes-python's) output disagrees with lanes' on some row (the row is
+flagged in the table).
 """
 
 import argparse
@@ -30,6 +37,8 @@ COLUMNS = [
 # the peers' batching transforms; loop and manual are listed in the second table.
 LANES_BEST = lambda v: v.startswith("vmap") or v == "unrolled"  # noqa: E731
 PEER_BEST = {"jax": {"jit(vmap)", "vmap", "unrolled"}, "torch": {"vmap", "compile"}}
+PEERS = ("jax", "torch")  # ranked against lanes
+PYTHON = "lanes-python"  # lanes through its Python API: informational columns, never ranked
 TIE = 1.05  # a ratio within 5% either way is a tie: closer than this machine's noise
 
 
@@ -104,7 +113,7 @@ def lookup(rows, variant):
 
 def best(rows, system, wl):
     """(ms, variant) of a system's fastest batched variant on a workload, or None."""
-    pick = LANES_BEST if system == "lanes" else (lambda v: v in PEER_BEST[system])
+    pick = LANES_BEST if system in ("lanes", PYTHON) else (lambda v: v in PEER_BEST[system])
     cands = [(r["median_ms"], v) for v, r in rows.get(wl, {}).items()
              if pick(v) and ok(r) and r.get("ranked", True)]
     return min(cands) if cands else None
@@ -163,14 +172,24 @@ def main():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--load", default="", help="load average when the run started")
     p.add_argument("--elapsed", default="", help="how long the script had run, installs included")
+    p.add_argument("--lanes-python", default=None,
+                   help="lanes_workloads.py's JSON lines (lanes' Python API): informational "
+                   "columns")
     args = p.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     data, headers = {}, {}
     for s in ("lanes", "jax", "torch"):
         data[s], headers[s] = read_jsonl(getattr(args, s), s)
+    with_python = bool(args.lanes_python)
+    if with_python:
+        if os.path.exists(args.lanes_python):
+            data[PYTHON], headers[PYTHON] = read_jsonl(args.lanes_python, PYTHON)
+        else:  # the package was not built: its cells say "not run"
+            data[PYTHON], headers[PYTHON] = {}, {}
+    checked = PEERS + ((PYTHON,) if with_python else ())
     workloads = list(data["lanes"])  # lanes' order, that of WORKLOADS.md
-    for s in ("jax", "torch"):
+    for s in checked:
         workloads += [w for w in data[s] if w not in workloads]
 
     # Checksums: every peer variant that ran against lanes' vmap (else lanes' first variant).
@@ -179,7 +198,7 @@ def main():
         lanes_rows = data["lanes"].get(wl, {})
         ref = lookup(lanes_rows, "vmap")
         ref = ref if ok(ref) else next((r for r in lanes_rows.values() if ok(r)), None)
-        for s in ("jax", "torch"):
+        for s in checked:
             for v, r in data[s].get(wl, {}).items():
                 if ok(r) and ref is not None:
                     r["agrees"] = agree(ref, r)
@@ -214,9 +233,18 @@ def main():
                "**ratio** = lanes' best batched variant / the best peer's batched variant "
                "(below 1: lanes is faster); a bold ratio is a row a peer wins by more than 5%, ≈ a tie within 5%. A ✗ marks a "
                "result that disagrees with lanes'. Empty cells say why.\n")
+    if with_python:
+        out.append("**lanes (python)**: the same library through its Python API "
+                   "(`bench/peers/lanes_workloads.py`: lanes.vmap / grad / jit / lax, the same "
+                   "per-example functions and variants as the C++ bench), its best batched "
+                   "variant; **python/C++** = that / lanes' best (the cost of the Python layer: "
+                   "tracing Python functions, pytrees, per-call dispatch). Informational: not a "
+                   "peer, not in the ratio.\n")
     title = " | ".join(c[0] for c in COLUMNS)
-    out.append(f"| workload | {title} | lanes best | best peer | ratio |")
-    out.append("|---" * (len(COLUMNS) + 4) + "|")
+    py_title = " lanes (python) | python/C++ |" if with_python else ""
+    out.append(f"| workload | {title} | lanes best | best peer | ratio |{py_title}")
+    out.append("|---" * (len(COLUMNS) + 4 + (2 if with_python else 0)) + "|")
+    py_ratios = {}
     notes = {}
     ratios = {}
     for wl in workloads:
@@ -232,7 +260,7 @@ def main():
             else:
                 cells.append(why(r))
         lb = best(data["lanes"], "lanes", wl)
-        peers = [(b[0], f"{s} {b[1]}") for s in ("jax", "torch") if (b := best(data[s], s, wl))]
+        peers = [(b[0], f"{s} {b[1]}") for s in PEERS if (b := best(data[s], s, wl))]
         bp = min(peers) if peers else None
         lanes_cell = f"{fmt_ms(lb[0])} ({lb[1]})" if lb else "—"
         peer_cell = f"{fmt_ms(bp[0])} ({bp[1]})" if bp else "—"
@@ -243,7 +271,25 @@ def main():
             ratio_cell = f"**{text}**" if ratio > TIE else f"{text} ≈" if ratio >= 1 / TIE else text
         else:
             ratio_cell = "—"
-        out.append(f"| {wl} | {' | '.join(cells)} | {lanes_cell} | {peer_cell} | {ratio_cell} |")
+        py_cells = ""
+        if with_python:
+            pb = best(data[PYTHON], PYTHON, wl)
+            if pb:
+                rec = data[PYTHON][wl][pb[1]]
+                py_cell = f"{fmt_ms(pb[0])} ({pb[1]})" + ("" if rec.get("agrees", True)
+                                                           else " ✗")
+            else:
+                py_cell = why(data[PYTHON].get(wl, {}).get("setup"))
+            if pb and lb:
+                py_ratios[wl] = pb[0] / lb[0]
+                r = py_ratios[wl]
+                py_ratio = (f"**{r:.2f}**" if r > TIE else f"{r:.2f} ≈" if r >= 1 / TIE
+                            else f"{r:.2f}")
+            else:
+                py_ratio = "—"
+            py_cells = f" {py_cell} | {py_ratio} |"
+        out.append(f"| {wl} | {' | '.join(cells)} | {lanes_cell} | {peer_cell} | {ratio_cell} |"
+                   + py_cells)
     if notes:
         out.append("\n¹ How the peer ran this cell:\n")
         for wl, ns in notes.items():
@@ -254,6 +300,14 @@ def main():
                f"{len(ratios)} rows" + (f", within 5% (≈) on {', '.join(ties)}" if ties else "")
                + (f"; a peer wins {', '.join(wins)} (bench/README.md says what it does that "
                   "lanes doesn't)." if wins else "."))
+    if py_ratios:
+        within = [wl for wl, r in py_ratios.items() if r <= TIE]
+        gm = math.exp(sum(math.log(r) for r in py_ratios.values()) / len(py_ratios))
+        slower = [wl for wl in py_ratios if wl not in within]
+        out.append(f"\nlanes (python) / lanes (C++), best batched variant of each: geometric "
+                   f"mean {gm:.2f} over {len(py_ratios)} rows; within 5% (or faster) on "
+                   f"{len(within)}" + (f"; slower by more than 5% on {', '.join(slower)}."
+                                       if slower else "."))
     if disagreements:
         out.append("\n**Results that disagree with lanes':**\n")
         out += [f"- {d}" for d in disagreements]
@@ -264,14 +318,18 @@ def main():
     # The loop and hand-written variants, for reference.
     out.append("\n## Loop and hand-batched variants\n")
     out.append("`loop`: the per-example function called once per example (jax: jitted, from "
-               "Python; torch: eager); `manual`: hand-batched code in each system (torch eager, "
+               "Python; torch: eager"
+               + ("; lanes (python): eager, from Python" if with_python else "")
+               + "); `manual`: hand-batched code in each system (torch eager, "
                "jax jitted, lanes eager). Median ms.\n")
-    out.append("| workload | lanes loop | lanes manual | jax loop | jax manual | torch loop | "
-               "torch manual |")
-    out.append("|---" * 7 + "|")
+    loop_systems = ("lanes",) + ((PYTHON,) if with_python else ()) + PEERS
+    titles = {"lanes": "lanes", PYTHON: "lanes (python)", "jax": "jax", "torch": "torch"}
+    out.append("| workload | " + " | ".join(f"{titles[s]} {v}" for s in loop_systems
+                                            for v in ("loop", "manual")) + " |")
+    out.append("|---" * (1 + 2 * len(loop_systems)) + "|")
     for wl in workloads:
         cells = []
-        for s in ("lanes", "jax", "torch"):
+        for s in loop_systems:
             for v in ("loop", "manual"):
                 r = lookup(data[s].get(wl, {}), v) or data[s].get(wl, {}).get("setup")
                 cells.append(fmt_ms(r["median_ms"]) + ("" if r.get("agrees", True) else " ✗")

@@ -94,7 +94,13 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
-    """``val = body_fun(i, val)`` for i in [lower, upper) (jax.lax.fori_loop)."""
+    """``val = body_fun(i, val)`` for i in [lower, upper) (jax.lax.fori_loop). With Python int
+    bounds it is a scan over the indices (reverse mode differentiates it), else a while_loop."""
+    if isinstance(lower, (int, np.integer)) and isinstance(upper, (int, np.integer)):
+        if upper <= lower:
+            return init_val
+        indices = _lanes.arange(float(lower), float(upper), 1.0, "int32")
+        return scan(lambda val, i: (body_fun(i, val), ()), init_val, indices)[0]
 
     def cond_fun(state: tuple) -> Array:
         return state[0] < upper
