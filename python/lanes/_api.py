@@ -432,20 +432,33 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
 
     @functools.wraps(fun)
     def jitted(*args: Any) -> Any:
-        # The common call, Arrays only and no static arguments, skips the pytree machinery: its
-        # structure is a flat tuple of len(args) leaves, keyed by that count alone.
+        # The common calls skip the pytree machinery: no static arguments, each argument an Array
+        # or a tuple or list of Arrays (parameters). The layout key says which: -1 for an Array,
+        # (type, n) for a sequence of n.
         if not statics:
+            leaves: list[Array] = []
+            layout: list[Any] = []
             for a in args:
-                if type(a) is not Array:
+                kind = type(a)
+                if kind is Array:
+                    leaves.append(a)
+                    layout.append(-1)
+                elif (kind is tuple or kind is list) and all(type(e) is Array for e in a):
+                    leaves.extend(a)
+                    layout.append((kind, len(a)))
+                else:
                     break
             else:
-                found = cache.get(len(args))
-                if found is None:
-                    trees = _Trees()
-                    found = cache[len(args)] = (_lanes.Jit(_flat_call(fun, trees)), trees)
-                compiled, trees = found
-                return trees.rebuild(compiled(args))
+                return call_flat(tuple(layout), leaves)
         return general(args)
+
+    def call_flat(layout: tuple, leaves: list[Array]) -> Any:
+        found = cache.get(layout)
+        if found is None:
+            trees = _Trees()
+            found = cache[layout] = (_lanes.Jit(_flat_call(fun, layout, trees)), trees)
+        compiled, trees = found
+        return trees.rebuild(compiled(leaves))
 
     def general(args: tuple) -> Any:
         nums = tuple(s % len(args) for s in statics) if args else ()
@@ -455,12 +468,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         if not nums and all(c.kind is None for c in treedef.children):
             # Array-like leaves only (numpy arrays, scalars): the fast path's entry, so an
             # argument's type never makes a second trace of one signature.
-            found = cache.get(len(args))
-            if found is None:
-                trees = _Trees()
-                found = cache[len(args)] = (_lanes.Jit(_flat_call(fun, trees)), trees)
-            compiled, trees = found
-            return trees.rebuild(compiled(_arrays(leaves, "jit argument")))
+            return call_flat((-1,) * len(args), _arrays(leaves, "jit argument"))
         try:
             key = (treedef, static)
             found = cache.get(key)
@@ -484,12 +492,22 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
     return jitted
 
 
-def _flat_call(fun: Callable, trees: _Trees) -> Callable:
-    """fun of Array arguments as a function of the leaf list, recording its output structure."""
+def _flat_call(fun: Callable, layout: tuple, trees: _Trees) -> Callable:
+    """fun as a function of the leaf list, its arguments rebuilt by jit's layout key (-1: an
+    Array; (tuple or list, n): n of them), recording its output structure."""
 
     def flat(leaf_list: list[Array]) -> list[Array]:
+        args, i = [], 0
+        for part in layout:
+            if part == -1:
+                args.append(leaf_list[i])
+                i += 1
+            else:
+                kind, n = part
+                args.append(kind(leaf_list[i:i + n]))
+                i += n
         with tracing("jit"):
-            out = fun(*leaf_list)
+            out = fun(*args)
         return trees.flatten(out)
 
     return flat
