@@ -54,8 +54,8 @@ def main() -> None:
         jj = jax.jit(jax.vmap(f_jax))
         jv = jax.vmap(f_jax)
         rows.append(("jax jit(vmap(f))(x)", per_call_us(lambda: jj(x_j).block_until_ready())))
-        rows.append(("jax vmap(f)(x)", per_call_us(lambda: jv(x_j).block_until_ready(),
-                                                    block=20)))
+        rows.append(("jax vmap(f)(x)",
+                     per_call_us(lambda: jv(x_j).block_until_ready(), block=20)))
     except ImportError:
         print("jax is not installed: its rows are missing")
     try:

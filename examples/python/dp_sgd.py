@@ -66,8 +66,8 @@ def main() -> None:
         start = time.perf_counter()
         params = step(params, xs, ys, sub)
         ms = (time.perf_counter() - start) * 1e3
-        print(f"  step {i}: loss {float(lnp.mean(lanes.vmap(loss, (None, 0, 0))(params, xs, ys))):.4f}"
-              f"  ({ms:.1f} ms{', compiles' if i == 0 else ''})")
+        mean_loss = float(lnp.mean(lanes.vmap(loss, (None, 0, 0))(params, xs, ys)))
+        print(f"  step {i}: loss {mean_loss:.4f}  ({ms:.1f} ms{', compiles' if i == 0 else ''})")
 
 
 if __name__ == "__main__":

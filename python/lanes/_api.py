@@ -553,4 +553,3 @@ def make_graph(fun: Callable) -> Callable[..., Graph]:
         return Graph(_lanes.make_graph(flat, _arrays(leaves, "make_graph argument")))
 
     return graph
-

@@ -397,7 +397,8 @@ identity = eye
 def _document_from_numpy() -> None:
     """Every public function says what it is: numpy's function of that name, over lanes arrays."""
     for name, value in list(globals().items()):
-        if isinstance(value, _types.FunctionType) and not name.startswith("_") and not value.__doc__:
+        public = not name.startswith("_")
+        if isinstance(value, _types.FunctionType) and public and not value.__doc__:
             value.__doc__ = (f"numpy.{name} over lanes arrays: numpy's signature and results "
                              "(Python scalars weakly typed, as jax.numpy).")
 

@@ -120,6 +120,7 @@ def test_many_vmap_grad_calls_keep_memory_flat() -> None:
     assert_close(out, np.tile(xs[0] * (1 - np.tanh(0.5) ** 2), (8, 1)), rtol=1e-5)
     assert growth < 20 * 1024 * 1024, f"RSS grew by {growth / 2**20:.1f} MiB over 3000 calls"
 
+
 def test_set_num_threads_gives_same_results() -> None:
     rng = np.random.default_rng(1)
     w = rng.normal(size=(64, 64))
