@@ -6,10 +6,13 @@ or float64 finite differences computed here.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any, Callable
 
 import numpy as np
 import pytest
+
+import lanes.numpy as lnp
 
 
 def to_numpy(x: Any) -> np.ndarray:
@@ -97,3 +100,33 @@ try:  # hypothesis: modest example counts, no per-example deadline (the first ca
     settings.load_profile("lanes")
 except ImportError:  # pragma: no cover
     pass
+
+
+# ---- a small model the transform tests share (test_transforms.py, test_jit.py) ----------------
+
+
+def mlp(xp: ModuleType, w: Any, b: Any, x: Any) -> Any:
+    """One layer written for numpy or lanes.numpy: tanh(W x + b)."""
+    return xp.tanh(xp.matmul(w, x) + b)
+
+
+@pytest.fixture
+def params(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {
+        "w": rng.normal(size=(3, 4)).astype(np.float32),
+        "b": rng.normal(size=(3,)).astype(np.float32),
+        "xs": rng.normal(size=(5, 4)).astype(np.float32),
+    }
+
+
+def loss_np(w: np.ndarray, b: np.ndarray, x: np.ndarray) -> float:
+    return float(np.sum(mlp(np, w, b, x) ** 2))
+
+
+def loss_lanes(w: Any, b: Any, x: Any) -> Any:
+    return lnp.sum(mlp(lnp, w, b, x) ** 2)
+
+
+@pytest.fixture
+def params64(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: v.astype(np.float64) for k, v in params.items()}

@@ -1,10 +1,9 @@
-"""vmap, grad, vjp/jvp, Jacobians, jit, explain and make_graph against independent references:
+"""vmap, grad, vjp/jvp, Jacobians, explain and make_graph (jit: test_jit.py) against independent references:
 per-example numpy loops, float64 finite differences and analytic derivatives."""
 
 from __future__ import annotations
 
 import dataclasses
-from types import ModuleType
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -12,21 +11,7 @@ import pytest
 
 import lanes
 import lanes.numpy as lnp
-from conftest import assert_close, numeric_grad, numeric_jacobian
-
-
-def mlp(xp: ModuleType, w: Any, b: Any, x: Any) -> Any:
-    """One layer written for numpy or lanes.numpy: tanh(W x + b)."""
-    return xp.tanh(xp.matmul(w, x) + b)
-
-
-@pytest.fixture
-def params(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    return {
-        "w": rng.normal(size=(3, 4)).astype(np.float32),
-        "b": rng.normal(size=(3,)).astype(np.float32),
-        "xs": rng.normal(size=(5, 4)).astype(np.float32),
-    }
+from conftest import assert_close, loss_lanes, loss_np, mlp, numeric_grad, numeric_jacobian
 
 
 # ---- vmap -------------------------------------------------------------------------------------
@@ -222,19 +207,6 @@ def test_vmap_retrace_for_new_shapes(rng: np.random.Generator) -> None:
 
 
 # ---- grad / value_and_grad --------------------------------------------------------------------
-
-
-def loss_np(w: np.ndarray, b: np.ndarray, x: np.ndarray) -> float:
-    return float(np.sum(mlp(np, w, b, x) ** 2))
-
-
-def loss_lanes(w: Any, b: Any, x: Any) -> Any:
-    return lnp.sum(mlp(lnp, w, b, x) ** 2)
-
-
-@pytest.fixture
-def params64(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {k: v.astype(np.float64) for k, v in params.items()}
 
 
 def test_grad_vs_finite_differences(params64: dict[str, np.ndarray]) -> None:
@@ -530,164 +502,6 @@ def test_batch_jacobian(params64: dict[str, np.ndarray]) -> None:
     want = np.stack([tanh_layer_jacobians(w, x)[0] for x in xs])
     assert got.shape == (5, 3, 4)
     assert_close(got, want, rtol=1e-10, atol=1e-12)
-
-
-# ---- jit --------------------------------------------------------------------------------------
-
-
-def test_jit_equals_numpy_reference(params: dict[str, np.ndarray]) -> None:
-    w, b, x = params["w"], params["b"], params["xs"][0]
-    f = lanes.jit(lambda w_, b_, x_: mlp(lnp, w_, b_, x_))
-    assert_close(f(w, b, x), mlp(np, w, b, x))
-    assert_close(f(w, b, params["xs"][1]), mlp(np, w, b, params["xs"][1]))
-
-
-def test_jit_traces_once_per_signature(rng: np.random.Generator) -> None:
-    calls = []
-
-    def f(x: Any, y: Any) -> Any:
-        calls.append(1)
-        return lnp.sum(x * y, axis=0) + 1.0
-
-    g = lanes.jit(f)
-    a, b = rng.normal(size=(3, 2)).astype(np.float32), rng.normal(size=(3, 2)).astype(np.float32)
-    assert_close(g(a, b), (a * b).sum(axis=0) + 1)
-    assert_close(g(b, a), (a * b).sum(axis=0) + 1)
-    assert len(calls) == 1
-    c = rng.normal(size=(4, 2)).astype(np.float32)
-    assert_close(g(c, c), (c * c).sum(axis=0) + 1)
-    assert len(calls) == 2
-    assert_close(g(a.astype(np.float64), b.astype(np.float64)), (a * b).sum(axis=0) + 1)
-    assert len(calls) == 3
-    g(a, b)
-    g(c, c)
-    assert len(calls) == 3
-
-
-def test_jit_with_lanes_array_arguments(rng: np.random.Generator) -> None:
-    calls = []
-
-    def f(x: Any, y: Any) -> Any:
-        calls.append(1)
-        return lnp.tanh(x) * y, lnp.sum(y)
-
-    g = lanes.jit(f)
-    for shape in ((3,), (3,), (2, 2), (3,)):
-        a = rng.normal(size=shape).astype(np.float32)
-        b = rng.normal(size=shape).astype(np.float32)
-        out, total = g(lanes.asarray(a), lanes.asarray(b))
-        assert_close(out, np.tanh(a) * b)
-        assert_close(total, b.sum())
-    assert len(calls) == 2
-    single = lanes.jit(lambda x: x * 2.0)
-    got = single(lanes.asarray(np.ones(2, np.float32)))
-    assert isinstance(got, lanes.Array)
-    assert_close(got, [2.0, 2.0])
-
-
-def test_jit_traces_once_for_numpy_and_lanes_arguments() -> None:
-    calls = []
-
-    def f(x: Any) -> Any:
-        calls.append(1)
-        return x + 1.0
-
-    g = lanes.jit(f)
-    a = np.arange(3, dtype=np.float32)
-    assert_close(g(a), a + 1)
-    assert_close(g(lanes.asarray(a)), a + 1)
-    assert_close(g(a * 2), a * 2 + 1)
-    assert len(calls) == 1  # one signature: f32[3], whichever array type carries it
-
-
-@pytest.mark.parametrize("wrap", [np.asarray, lanes.asarray], ids=["numpy", "lanes"])
-def test_output_structure_may_differ_between_signatures(wrap: Any) -> None:
-    def f(x: Any) -> Any:
-        return lnp.sum(x) if x.ndim == 1 else (x, lnp.sum(x))
-
-    one = wrap(np.arange(3, dtype=np.float32))
-    two = wrap(np.ones((2, 2), np.float32))
-    g = lanes.jit(f)
-    for _ in range(2):
-        assert_close(g(one), 3.0)
-        out = g(two)
-        assert isinstance(out, tuple)
-        assert_close(out[0], np.ones((2, 2)))
-        assert_close(out[1], 4.0)
-    v = lanes.vmap(f)
-    batch1, batch2 = wrap(np.ones((2, 3), np.float32)), wrap(np.ones((2, 2, 2), np.float32))
-    for _ in range(2):
-        assert_close(v(batch1), [3.0, 3.0])
-        out = v(batch2)
-        assert isinstance(out, tuple)
-        assert_close(out[1], [4.0, 4.0])
-
-
-def test_jit_pytree_arguments_and_outputs(params: dict[str, np.ndarray]) -> None:
-    calls = []
-
-    def f(p: dict[str, Any], x: Any) -> dict[str, Any]:
-        calls.append(1)
-        h = mlp(lnp, p["w"], p["b"], x)
-        return {"h": h, "stats": (lnp.mean(h), lnp.max(h))}
-
-    g = lanes.jit(f)
-    p = {"w": params["w"], "b": params["b"]}
-    for x in params["xs"][:3]:
-        out = g(p, x)
-        h = mlp(np, params["w"], params["b"], x)
-        assert_close(out["h"], h)
-        assert_close(out["stats"][0], h.mean())
-        assert_close(out["stats"][1], h.max())
-    assert len(calls) == 1
-
-
-def test_jit_static_argnums(rng: np.random.Generator) -> None:
-    calls = []
-
-    def f(x: Any, n: int, mode: str) -> Any:
-        calls.append((n, mode))
-        out = x
-        for _ in range(n):  # Python control flow on static values
-            out = out * 2.0 if mode == "double" else out + 1.0
-        return out
-
-    g = lanes.jit(f, static_argnums=(1, 2))
-    x = rng.normal(size=(3,)).astype(np.float32)
-    assert_close(g(x, 3, "double"), x * 8)
-    assert_close(g(x, 3, "double"), x * 8)
-    assert_close(g(x, 2, "add"), x + 2)
-    assert_close(g(x, 3, "double"), x * 8)
-    assert calls == [(3, "double"), (2, "add")]
-
-
-def test_jit_static_argnums_int_and_negative(rng: np.random.Generator) -> None:
-    x = rng.normal(size=(2, 3)).astype(np.float32)
-    g = lanes.jit(lambda v, axis: lnp.sum(v, axis=axis), static_argnums=-1)
-    assert_close(g(x, 0), x.sum(axis=0))
-    assert_close(g(x, 1), x.sum(axis=1))
-    g1 = lanes.jit(lambda axis, v: lnp.max(v, axis=axis), static_argnums=0)
-    assert_close(g1(1, x), x.max(axis=1))
-
-
-def test_jit_of_grad_and_vmap(params64: dict[str, np.ndarray]) -> None:
-    w, b, xs = params64["w"], params64["b"], params64["xs"]
-    g = lanes.jit(lanes.vmap(lanes.grad(loss_lanes), in_axes=(None, None, 0)))
-    got = g(w, b, xs)
-    for i, x in enumerate(xs):
-        assert_close(got[i], numeric_grad(lambda v: loss_np(v, b, x), w), rtol=1e-6, atol=1e-8)
-
-
-def test_grad_of_jit(params64: dict[str, np.ndarray]) -> None:
-    w, b, x = params64["w"], params64["b"], params64["xs"][0]
-    g = lanes.grad(lanes.jit(loss_lanes))(w, b, x)
-    assert_close(g, numeric_grad(lambda v: loss_np(v, b, x), w), rtol=1e-6, atol=1e-8)
-
-
-def test_vmap_of_jit(params: dict[str, np.ndarray]) -> None:
-    w, b, xs = params["w"], params["b"], params["xs"]
-    got = lanes.vmap(lanes.jit(lambda x: mlp(lnp, w, b, x)))(xs)
-    assert_close(got, np.stack([mlp(np, w, b, x) for x in xs]))
 
 
 # ---- per-example gradients --------------------------------------------------------------------
