@@ -1,5 +1,5 @@
-"""vmap, grad, vjp/jvp, Jacobians, explain and make_graph (jit: test_jit.py) against independent references:
-per-example numpy loops, float64 finite differences and analytic derivatives."""
+"""vmap, grad, vjp/jvp, Jacobians, explain and make_graph (jit: test_jit.py) against independent
+references: per-example numpy loops, float64 finite differences and analytic derivatives."""
 
 from __future__ import annotations
 
