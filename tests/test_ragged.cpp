@@ -144,10 +144,6 @@ TEST(RaggedVmap, BadInputIsAnError) {
         (void)vmap(add, in_axes(0, 0))(xs, ones({3, 2}));
       },
       {"argument 1 has 3 examples", "Ragged arguments have 2"});
-  VmapOptions pad;
-  pad.ragged = RaggedStrategy::Pad;
-  expect_error([&] { (void)vmap([](const Tensor& x) { return sum(x); }, 0, 0, pad)(xs); },
-               {"RaggedStrategy::Pad is not built yet"});
   auto varying = [](const Tensor& x) { return x * 2.0; };
   expect_error([&] { Tensor t = vmap(varying)(xs); }, {"do not stack"});
 }

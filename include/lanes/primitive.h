@@ -23,6 +23,9 @@
 namespace lanes {
 
 struct Graph;
+namespace detail {
+class MaskContext;
+}
 
 /// What a value is before it has data: the result of a shape/dtype rule.
 struct TensorType {
@@ -116,6 +119,15 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
     (void)residuals;
     return vjp_wanted(primals, cotangents, outputs, wanted);
   }
+
+  /// Masking rule (vmap over Ragged arguments with RaggedStrategy::Pad, src/transforms/masking.h):
+  /// the node on inputs padded to a common shape, where ctx says which axes are padded and gives
+  /// each lane's valid extent. A rule makes every valid output what the unpadded example gives
+  /// (a reduction over a padded axis fills the padding with its identity first); values in the
+  /// padding may be anything. The default applies the node unchanged when nothing it touches is
+  /// padded, and has no rule otherwise (Pad then reports it; Auto groups).
+  virtual std::vector<Tensor> mask(const std::vector<Tensor>& inputs,
+                                   const detail::MaskContext& ctx) const;
 
   /// The named mapped axis a collective (psum, all_gather, axis_index, ...) works over; nullptr
   /// for every other primitive. bind records a collective into a trace even when no input is

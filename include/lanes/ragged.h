@@ -12,15 +12,22 @@
 //
 // Strategy (VmapOptions::ragged): Group runs the examples of each distinct shape together as one
 // call of the ordinary vmap (one trace and one batched graph per shape) and puts the results back
-// in order; exact for every f. Auto is Group for now. Pad (one call over padded examples with
-// masking rules per primitive) is not built yet: asking for it is an error.
+// in order; exact for every f. Pad runs one call over the examples padded to a common shape, with
+// every primitive that combines values along a padded axis masking the padding out (reductions
+// fill it with their identity, products contracting over it zero it, scans along it stop at each
+// lane's length, gathers clamp to it: src/transforms/masking.h); f must not read an extent as a
+// number beyond a count (mean), or Pad reports why. Auto picks by estimated cost: Pad when every
+// primitive masks and the padding wastes less than the groups' overheads would (many distinct
+// lengths, modest padding), Group otherwise. lanes::explain says which and why.
 //
 // Ragged leaves may sit in std::tuple, std::pair, std::vector, std::array and std::map arguments
 // (not in LANES_TREE structs, whose per-example type would be another struct).
 #pragma once
 
 #include <array>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -32,6 +39,10 @@
 
 namespace lanes {
 
+struct Graph;
+struct TensorType;
+struct VmapOptions;
+
 class Ragged {
  public:
   /// No examples.
@@ -42,6 +53,8 @@ class Ragged {
   /// Examples packed along axis 0 of `values`: example i is the next lengths[i] rows
   /// (tf.RaggedTensor.from_row_lengths). The lengths must sum to values' first extent.
   static Ragged from_lengths(const Tensor& values, const Tensor& lengths);
+  /// The B examples of `batched` along axis 0 (views); stacked() then returns `batched` itself.
+  static Ragged from_stacked(const Tensor& batched);
 
   /// B, the number of examples.
   int64_t size() const { return static_cast<int64_t>(examples_.size()); }
@@ -51,6 +64,7 @@ class Ragged {
   /// (B,) int64: each example's extent along `axis`.
   Tensor lengths(int64_t axis = 0) const;
   /// (B, max extent per axis...): every example padded with `fill` at the high end of each axis.
+  /// Made once per fill and kept (a Ragged is immutable).
   Tensor padded(double fill = 0) const;
   /// The examples stacked into (B, ...) when they share one shape; a lanes::Error naming two
   /// examples whose shapes differ otherwise.
@@ -58,14 +72,16 @@ class Ragged {
   operator Tensor() const { return stacked(); }  // NOLINT: implicit on purpose (see the top)
 
  private:
+  struct Cache;  // the stacked tensor a Ragged came from, padded tensors made on request
   std::vector<Tensor> examples_;
+  std::shared_ptr<Cache> cache_;
 };
 
 /// How vmap runs over Ragged arguments (VmapOptions::ragged).
 enum class RaggedStrategy {
-  Auto,   // Group (Pad is not built yet)
+  Auto,   // Pad or Group, by estimated cost
   Group,  // the examples of each distinct shape as one batched call, results put back in order
-  Pad,    // one call over padded, masked examples: not built yet (a lanes::Error)
+  Pad,    // one call over the padded examples, the padding masked
 };
 
 namespace detail {
@@ -218,6 +234,25 @@ std::vector<Tensor> group_leaves(const std::vector<Tensor>& leaves,
 std::vector<Ragged> ungroup(const std::vector<std::vector<Tensor>>& outputs,
                             const std::vector<std::optional<int64_t>>& axes,
                             const std::vector<std::vector<int64_t>>& groups, int64_t size);
+
+struct PadCache;  // what Pad traced and found, per padded signature (src/transforms/ragged_pad.cpp)
+struct PadPlan;   // one call's choice and inputs
+std::shared_ptr<PadCache> make_pad_cache();
+using TraceAt = std::function<Graph(const std::vector<TensorType>&)>;
+
+/// Pad's plan for one call: null when the strategy is Auto and Group is estimated faster (or
+/// Pad cannot mask f). `trace_at` traces f's example at the given leaf types (Ragged slots at
+/// their padded shapes); with RaggedStrategy::Pad an f Pad cannot mask is a lanes::Error saying
+/// why.
+std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace_at,
+                                           const std::vector<const Ragged*>& raggeds,
+                                           const std::vector<Tensor>& leaves,
+                                           const std::vector<std::optional<int64_t>>& in_axes,
+                                           size_t num_groups, const VmapOptions& options);
+
+/// Runs the plan: one Ragged per output leaf (axis: each output's batch axis).
+std::vector<Ragged> run_padded(const PadPlan& plan, const std::vector<Tensor>& leaves,
+                               const std::vector<std::optional<int64_t>>& out_axes);
 
 }  // namespace detail
 }  // namespace lanes

@@ -334,13 +334,12 @@ class Vmapped {
     return axes;
   }
 
-  // Ragged arguments (lanes/ragged.h), by RaggedStrategy::Group: one call of the ordinary vmap
-  // per distinct example shape, the results put back in order.
+  // Ragged arguments (lanes/ragged.h): one call of the ordinary vmap over the padded examples
+  // with the padding masked (Pad), or one per distinct example shape with the results put back
+  // in order (Group); Auto picks by estimated cost.
   template <class... Args>
   auto call_ragged(const Args&... args) const {
     check(!opt_.shard, "vmap: Ragged arguments do not compose with a sharded vmap yet");
-    check(opt_.ragged != RaggedStrategy::Pad,
-          "vmap: RaggedStrategy::Pad is not built yet; use RaggedStrategy::Group (or Auto)");
     check(opt_.randomness != Randomness::Different,
           "vmap: randomness Different over Ragged arguments is not built yet");
     std::vector<const Ragged*> raggeds;
@@ -354,6 +353,33 @@ class Vmapped {
     const std::vector<std::vector<int64_t>> groups = detail::group_by_shape(raggeds, size);
     using Out = std::invoke_result_t<const F&, const detail::example_of_t<Args>&...>;
     std::optional<Out> like;
+    auto out_axes_of = [&](const Out& shape) {
+      std::vector<detail::AxisLeaf> out_axes;
+      detail::resolve_axes(shape, out_, "output", out_axes);
+      std::vector<std::optional<int64_t>> out;
+      for (const detail::AxisLeaf& a : out_axes) {
+        check(a.axis.has_value(), "vmap: ", a.path, " has out_axes none, which Ragged arguments ",
+              "do not support yet (each example's output is returned)");
+        out.push_back(a.axis);
+      }
+      return out;
+    };
+    if (opt_.ragged != RaggedStrategy::Group) {
+      const detail::TraceAt trace_at = [&](const std::vector<TensorType>& types) {
+        Out out{};
+        Graph g = std::apply(
+            [&](const auto&... s) { return detail::trace<F>(f_, &out, types, s...); }, slots);
+        if (!like) like.emplace(std::move(out));
+        return g;
+      };
+      const auto plan =
+          detail::plan_padded(*pad_cache_, trace_at, raggeds, leaves, in, groups.size(), opt_);
+      if (plan) {
+        size_t pos = 0;
+        return detail::ragged_rebuild(*like, detail::run_padded(*plan, leaves, out_axes_of(*like)),
+                                      pos);
+      }
+    }
     std::vector<std::vector<Tensor>> outputs;
     for (const std::vector<int64_t>& members : groups) {
       const std::vector<Tensor> group = detail::group_leaves(leaves, raggeds, in, members);
@@ -368,16 +394,9 @@ class Vmapped {
       if (!like) like.emplace(std::move(out));
     }
     const Out shape = like ? *like : Out{};
-    std::vector<detail::AxisLeaf> out_axes;
-    detail::resolve_axes(shape, out_, "output", out_axes);
-    std::vector<std::optional<int64_t>> out;
-    for (const detail::AxisLeaf& a : out_axes) {
-      check(a.axis.has_value(), "vmap: ", a.path, " has out_axes none, which Ragged arguments ",
-            "do not support yet (each example's output is returned)");
-      out.push_back(a.axis);
-    }
     size_t pos = 0;
-    return detail::ragged_rebuild(shape, detail::ungroup(outputs, out, groups, size), pos);
+    return detail::ragged_rebuild(
+        shape, detail::ungroup(outputs, out_axes_of(shape), groups, size), pos);
   }
 
   template <class... Args>
@@ -428,6 +447,7 @@ class Vmapped {
   AxisSpec in_, out_;
   VmapOptions opt_;
   detail::VmapCache cache_;
+  std::shared_ptr<detail::PadCache> pad_cache_ = detail::make_pad_cache();
 };
 
 /// The batched version of f (see the top of this file).

@@ -2,13 +2,23 @@
 #include "lanes/ragged.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
 
 #include "lanes/error.h"
 #include "lanes/ops.h"
 
 namespace lanes {
 
-Ragged::Ragged(std::vector<Tensor> examples) : examples_(std::move(examples)) {
+struct Ragged::Cache {
+  Tensor stacked;  // set by from_stacked
+  std::mutex mutex;
+  std::map<double, Tensor> padded;  // by fill
+};
+
+Ragged::Ragged(std::vector<Tensor> examples)
+    : examples_(std::move(examples)), cache_(std::make_shared<Cache>()) {
   for (size_t i = 0; i < examples_.size(); ++i) {
     const Tensor& e = examples_[i];
     check(e.defined(), "Ragged: example ", i, " is an undefined tensor");
@@ -45,6 +55,16 @@ Ragged Ragged::from_lengths(const Tensor& values, const Tensor& lengths) {
   return r;
 }
 
+Ragged Ragged::from_stacked(const Tensor& batched) {
+  check(batched.defined() && batched.ndim() >= 1,
+        "Ragged::from_stacked: needs a tensor with a batch axis");
+  std::vector<Tensor> examples;
+  for (int64_t i = 0; i < batched.shape(0); ++i) examples.push_back(batched[i]);
+  Ragged r(std::move(examples));
+  r.cache_->stacked = batched;
+  return r;
+}
+
 Tensor Ragged::operator[](int64_t i) const {
   const int64_t b = size();
   check(i >= -b && i < b, "Ragged: example ", i, " out of range for ", b, " examples");
@@ -57,21 +77,53 @@ Tensor Ragged::lengths(int64_t axis) const {
   return tensor(n);
 }
 
+namespace {
+
+// Copies example e (contiguous) into the leading block of row `dst` (row-major, shape `most`).
+void copy_block(const Tensor& e, const Shape& most, char* dst) {
+  const size_t item = dtype_size(e.dtype());
+  const char* src = static_cast<const char*>(e.raw_data());
+  const size_t rank = most.size();
+  const int64_t run = e.shape()[rank - 1];
+  const int64_t rows = e.numel() / std::max<int64_t>(run, 1);
+  std::vector<int64_t> index(rank, 0);  // of the current run's first element, in e
+  for (int64_t r = 0; r < rows && run > 0; ++r) {
+    int64_t at = 0;
+    for (size_t a = 0; a < rank; ++a) at = at * most[a] + index[a];
+    std::memcpy(dst + size_t(at) * item, src + size_t(r * run) * item, size_t(run) * item);
+    for (int64_t a = int64_t(rank) - 2; a >= 0; --a) {
+      if (++index[size_t(a)] < e.shape()[size_t(a)]) break;
+      index[size_t(a)] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 Tensor Ragged::padded(double fill) const {
   check(!examples_.empty(), "Ragged::padded: no examples (the padded shape is unknown)");
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  if (auto it = cache_->padded.find(fill); it != cache_->padded.end()) return it->second;
   Shape most(size_t(examples_[0].ndim()), 0);
   for (const Tensor& e : examples_)
     for (size_t a = 0; a < most.size(); ++a) most[a] = std::max(most[a], e.shape()[a]);
-  std::vector<Tensor> rows;
-  for (const Tensor& e : examples_) {
-    Shape high(most.size());
-    for (size_t a = 0; a < most.size(); ++a) high[a] = most[a] - e.shape()[a];
-    rows.push_back(pad(e, Shape(most.size(), 0), high, fill));
+  Shape shape = most;
+  shape.insert(shape.begin(), size());
+  Tensor out = full(shape, fill, examples_[0].dtype()).contiguous();
+  if (most.empty()) {
+    out = stack(examples_, 0);
+  } else {
+    const size_t row = size_t(shape_numel(most)) * dtype_size(out.dtype());
+    char* base = static_cast<char*>(out.raw_mutable_data());
+    for (size_t i = 0; i < examples_.size(); ++i)
+      copy_block(examples_[i].contiguous(), most, base + i * row);
   }
-  return stack(rows, 0);
+  cache_->padded.emplace(fill, out);
+  return out;
 }
 
 Tensor Ragged::stacked() const {
+  if (cache_ && cache_->stacked.defined()) return cache_->stacked;
   check(!examples_.empty(), "Ragged: no examples to stack (the stacked shape is unknown)");
   for (size_t i = 1; i < examples_.size(); ++i)
     check(examples_[i].shape() == examples_[0].shape(), "Ragged: example 0 has shape ",

@@ -106,6 +106,8 @@ class Scan : public Primitive {
  public:
   Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse);
   std::string name() const override { return "scan"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::vector<Tensor> eval_consuming(std::vector<Tensor> in) const override;
   std::string params() const override;
   std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;

@@ -3,6 +3,7 @@
 #include "kernels/cumulative.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -74,6 +75,19 @@ std::vector<Tensor> ArgCum::jvp(const std::vector<Tensor>&, const std::vector<Te
 std::vector<Tensor> ArgCum::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                 const std::vector<Tensor>&) const {
   return {Tensor()};
+}
+
+// Masking (Pad): padding sits at the high end, so a forward cumulative op never reads it; a
+// reverse one starts there: cumsum fills it with zeros, argcummax/argcummin have no rule.
+std::vector<Tensor> CumSum::mask(const std::vector<Tensor>& in,
+                                 const detail::MaskContext& ctx) const {
+  if (!reverse_) return ctx.rebind(in);
+  return ctx.rebind({ctx.fill_padding(in[0], ctx.in(0), {axis_}, 0.0)});
+}
+std::vector<Tensor> ArgCum::mask(const std::vector<Tensor>& in,
+                                 const detail::MaskContext& ctx) const {
+  if (reverse_ && ctx.in(0).back().ragged()) ctx.no_rule("a reverse scan along a padded axis");
+  return ctx.rebind(in);
 }
 
 }  // namespace lanes::prim

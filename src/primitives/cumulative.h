@@ -13,6 +13,8 @@ class CumSum : public Primitive {
  public:
   CumSum(int64_t axis, bool reverse) : axis_(axis), reverse_(reverse) {}
   std::string name() const override { return "cumsum"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -35,6 +37,8 @@ class ArgCum : public Primitive {
  public:
   ArgCum(bool min, bool reverse) : min_(min), reverse_(reverse) {}
   std::string name() const override { return min_ ? "argcummin" : "argcummax"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;

@@ -5,6 +5,7 @@
 #include "kernels/matmul.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -238,6 +239,24 @@ std::vector<Tensor> DotGeneral::vjp_wanted(const std::vector<Tensor>& x,
     out[1] = transpose_operand(ct[0], x[0], x[1].ndim(), d.rhs_batch, d.rhs_contracting,
                                d.lhs_batch, d.lhs_contracting, false);
   return out;
+}
+
+// Masking (Pad): a product contracting over a padded axis zeroes that axis's padding in both
+// operands (in both, so that inf or NaN in either padding cannot reach the sum).
+std::vector<Tensor> DotGeneral::mask(const std::vector<Tensor>& in,
+                                     const detail::MaskContext& ctx) const {
+  Tensor lhs = in[0], rhs = in[1];
+  for (size_t i = 0; i < dims_.lhs_contracting.size(); ++i) {
+    const int64_t l = dims_.lhs_contracting[i], r = dims_.rhs_contracting[i];
+    const detail::AxisTag tag =
+        ctx.in(0)[size_t(l)].ragged() ? ctx.in(0)[size_t(l)] : ctx.in(1)[size_t(r)];
+    if (!tag.ragged()) continue;
+    detail::Tags lt(size_t(lhs.ndim())), rt(size_t(rhs.ndim()));
+    lt[size_t(l)] = rt[size_t(r)] = tag;
+    lhs = ctx.fill_padding(lhs, lt, {l}, 0.0);
+    rhs = ctx.fill_padding(rhs, rt, {r}, 0.0);
+  }
+  return ctx.rebind({lhs, rhs});
 }
 
 }  // namespace lanes::prim

@@ -15,6 +15,8 @@ class DotGeneral : public Primitive {
  public:
   explicit DotGeneral(DotDims dims) : dims_(std::move(dims)) {}
   std::string name() const override { return "dot_general"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;

@@ -9,6 +9,7 @@
 #include "ops/internal.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -288,6 +289,23 @@ std::vector<Tensor> Cast::vjp(const std::vector<Tensor>& x, const std::vector<Te
                               const std::vector<Tensor>&) const {
   if (!ct[0].defined() || !is_floating(x[0].dtype()) || !is_floating(dtype_)) return {Tensor()};
   return {cast(ct[0], x[0].dtype())};
+}
+
+// Masking (Pad): an elementwise value at a valid position reads only valid positions.
+std::vector<Tensor> Unary::mask(const std::vector<Tensor>& in,
+                                const detail::MaskContext& ctx) const {
+  return ctx.rebind(in);
+}
+std::vector<Tensor> Binary::mask(const std::vector<Tensor>& in,
+                                 const detail::MaskContext& ctx) const {
+  return ctx.rebind(in);
+}
+std::vector<Tensor> Select::mask(const std::vector<Tensor>& in,
+                                 const detail::MaskContext& ctx) const {
+  return ctx.rebind(in);
+}
+std::vector<Tensor> Cast::mask(const std::vector<Tensor>& in, const detail::MaskContext& ctx) const {
+  return ctx.rebind(in);
 }
 
 }  // namespace lanes::prim

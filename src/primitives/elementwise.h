@@ -16,6 +16,8 @@ class Unary : public Primitive {
   using Kind = kernels::UnaryOp;
   explicit Unary(Kind kind) : kind_(kind) {}
   std::string name() const override { return kernels::unary_name(kind_); }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
@@ -35,6 +37,8 @@ class Binary : public Primitive {
   using Kind = kernels::BinaryOp;
   explicit Binary(Kind kind) : kind_(kind) {}
   std::string name() const override { return kernels::binary_name(kind_); }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
@@ -58,6 +62,8 @@ class Binary : public Primitive {
 class Select : public Primitive {
  public:
   std::string name() const override { return "select"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
@@ -78,6 +84,8 @@ class Cast : public Primitive {
  public:
   explicit Cast(DType dtype) : dtype_(dtype) {}
   std::string name() const override { return "convert_element_type"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;

@@ -4,6 +4,7 @@
 #include "lanes/ops.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -134,6 +135,31 @@ std::vector<Batched> ScatterAdd::batch(const std::vector<Batched>& in, int64_t s
   std::vector<Tensor> xs;
   for (const Batched& x : in) xs.push_back(batching::batch_at_front(x, size));
   return {{bind1(std::make_shared<const ScatterAdd>(axis_ + 1, batch_dims_ + 1), xs), 0}};
+}
+
+// Masking (Pad): indices into a padded axis are clamped to each lane's valid extent.
+namespace {
+Tensor clamp_to_valid(const Tensor& indices, const detail::AxisTag& tag,
+                      const detail::MaskContext& ctx) {
+  if (!tag.ragged()) return indices;
+  const Tensor last = cast(ctx.valid(tag) - int64_t(1), indices.dtype());
+  return minimum(maximum(indices, 0), last);
+}
+}  // namespace
+
+std::vector<Tensor> Gather::mask(const std::vector<Tensor>& in,
+                                 const detail::MaskContext& ctx) const {
+  return ctx.rebind({in[0], clamp_to_valid(in[1], ctx.in(0)[size_t(axis_)], ctx)});
+}
+std::vector<Tensor> ScatterAdd::mask(const std::vector<Tensor>& in,
+                                     const detail::MaskContext& ctx) const {
+  return ctx.rebind({in[0], clamp_to_valid(in[1], ctx.in(0)[size_t(axis_)], ctx), in[2]});
+}
+std::vector<Tensor> Scatter::mask(const std::vector<Tensor>& in,
+                                  const detail::MaskContext& ctx) const {
+  std::vector<Tensor> args = in;
+  args[1] = clamp_to_valid(in[1], ctx.in(0)[size_t(axis_)], ctx);
+  return ctx.rebind(args);
 }
 
 }  // namespace lanes::prim

@@ -18,6 +18,8 @@ class Gather : public Primitive {
  public:
   Gather(int64_t axis, int64_t batch_dims) : axis_(axis), batch_dims_(batch_dims) {}
   std::string name() const override { return "gather"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -43,6 +45,8 @@ class ScatterAdd : public Primitive {
  public:
   ScatterAdd(int64_t axis, int64_t batch_dims) : axis_(axis), batch_dims_(batch_dims) {}
   std::string name() const override { return "scatter_add"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -67,6 +71,8 @@ class Scatter : public Primitive {
   Scatter(Kind kind, int64_t axis, int64_t batch_dims)
       : kind_(kind), axis_(axis), batch_dims_(batch_dims) {}
   std::string name() const override;
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;

@@ -4,6 +4,8 @@
 
 #include "lanes/ops.h"
 #include "primitives/util.h"
+#include "transforms/masking.h"
+#include "lanes/dtype.h"
 
 namespace lanes::prim {
 
@@ -152,6 +154,24 @@ std::vector<Tensor> ArgReduce::jvp(const std::vector<Tensor>&, const std::vector
 std::vector<Tensor> ArgReduce::vjp(const std::vector<Tensor>&, const std::vector<Tensor>&,
                                    const std::vector<Tensor>&) const {
   return {Tensor()};
+}
+
+// Masking (Pad): the padding of a reduced axis becomes the reduction's identity (the extreme of
+// the dtype for max and min, which have none); argmax/argmin fill it with what never wins.
+std::vector<Tensor> Reduce::mask(const std::vector<Tensor>& in,
+                                 const detail::MaskContext& ctx) const {
+  const DType d = in[0].dtype();
+  const double fill = kind_ == Kind::Sum   ? 0.0
+                      : kind_ == Kind::Prod ? 1.0
+                      : kind_ == Kind::Max  ? detail::lowest_of(d)
+                                            : detail::highest_of(d);
+  return ctx.rebind({ctx.fill_padding(in[0], ctx.in(0), axes_, fill)});
+}
+std::vector<Tensor> ArgReduce::mask(const std::vector<Tensor>& in,
+                                    const detail::MaskContext& ctx) const {
+  const DType d = in[0].dtype();
+  const double fill = kind_ == Kind::ArgMax ? detail::lowest_of(d) : detail::highest_of(d);
+  return ctx.rebind({ctx.fill_padding(in[0], ctx.in(0), {axis_}, fill)});
 }
 
 }  // namespace lanes::prim

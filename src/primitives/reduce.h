@@ -21,6 +21,8 @@ class Reduce : public Primitive {
   using Kind = kernels::ReduceOp;
   Reduce(Kind kind, std::vector<int64_t> axes) : kind_(kind), axes_(std::move(axes)) {}
   std::string name() const override { return kernels::reduce_name(kind_); }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -44,6 +46,8 @@ class ArgReduce : public Primitive {
   using Kind = kernels::ArgReduceOp;
   ArgReduce(Kind kind, int64_t axis) : kind_(kind), axis_(axis) {}
   std::string name() const override { return kernels::arg_reduce_name(kind_); }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;

@@ -1,9 +1,11 @@
 // scan (and static fori_loop, map): every rule in one place.
 #include <cstring>
+#include <optional>
 
 #include "lanes/ops.h"
 #include "primitives/control_flow.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -203,6 +205,46 @@ std::vector<Tensor> Scan::jvp(const std::vector<Tensor>& primals,
   for (size_t k = 0; k < ny; ++k)
     if (detail::has_tangent(g.types[g.outputs[nc + k]])) result[nc + k] = ys[nc + n_tc + ny + k];
   return result;
+}
+
+// Masking (Pad). A scan along a padded axis (its xs or ys) stops at each lane's length: a new
+// body freezes the carry on the steps past it, so the final carry is the one after the lane's
+// last step; reversed, the padded steps come first and leave the initial carry alone. The body
+// is masked itself (with the lanes' lengths as more consts) when it handles padded values.
+std::vector<Tensor> Scan::mask(const std::vector<Tensor>& in, const detail::MaskContext& ctx) const {
+  const size_t nc = n_carry_, nk = n_consts_, nx = in.size() - nc - nk;
+  std::optional<detail::AxisTag> steps;
+  auto note = [&](const detail::Tags& t) {
+    if (t.empty() || !t[0].ragged()) return;
+    if (steps && (steps->symbol != t[0].symbol || steps->offset != t[0].offset))
+      ctx.no_rule("its steps run along two padded axes");
+    steps = t[0];
+  };
+  for (size_t i = nc + nk; i < in.size(); ++i) note(ctx.in(i));
+  for (size_t k = nc; k < body_->outputs.size(); ++k) note(ctx.out(k));
+  const Graph& g = *body_;
+  const std::vector<Tensor>& lengths = ctx.lengths();
+  detail::TraceScope scope;
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < nc + nk; ++i) args.push_back(scope.input(g.types[g.inputs[i]]));
+  std::vector<Tensor> lens;
+  for (size_t l = 0; l < lengths.size(); ++l) lens.push_back(scope.input({{}, DType::Int64}));
+  for (size_t i = nc + nk; i < in.size(); ++i) args.push_back(scope.input(g.types[g.inputs[i]]));
+  const Tensor t = steps ? scope.input({{}, DType::Int64}) : Tensor();
+  std::vector<Tensor> outs = detail::eval_masked(ctx.subgraph(0), args, lens, ctx.min_lengths());
+  if (steps) {
+    const Tensor valid = lens[size_t(steps->symbol)] + steps->offset;
+    for (size_t k = 0; k < nc; ++k) outs[k] = where(less(t, valid), outs[k], args[k]);
+  }
+  auto body = std::make_shared<const Graph>(scope.finish(outs));
+  check(body->captured.empty(), "scan: a masked body reads a value of an enclosing trace");
+  std::vector<Tensor> operands(in.begin(), in.begin() + int64_t(nc + nk));
+  operands.insert(operands.end(), lengths.begin(), lengths.end());
+  operands.insert(operands.end(), in.begin() + int64_t(nc + nk), in.end());
+  if (steps) operands.push_back(iota({length_}, 0, DType::Int64));
+  (void)nx;
+  return lanes::bind(std::make_shared<const Scan>(body, nc, nk + lengths.size(), length_, reverse_),
+              operands);
 }
 
 }  // namespace lanes::prim

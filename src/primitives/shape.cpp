@@ -5,6 +5,7 @@
 #include "lanes/ops.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -219,6 +220,48 @@ std::vector<Tensor> Slice::vjp(const std::vector<Tensor>& x, const std::vector<T
     high[d] = in[d] - start_[d] - g.shape()[d];  // negative crops the spread's tail
   }
   return {pad(g, low, high)};
+}
+
+// Masking (Pad). Transpose and broadcast_in_dim move whole axes, so padding stays padding.
+// Reshape may regroup the other axes but must keep each padded axis whole, at the same stride;
+// a slice of a padded axis keeps its offset from the end (x[1:] is each lane's x[1:n]) unless
+// its extent is fixed, which needs every lane to reach it.
+std::vector<Tensor> Reshape::mask(const std::vector<Tensor>& in,
+                                  const detail::MaskContext& ctx) const {
+  const Shape& from = in[0].shape();
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (!ctx.in(0)[i].ragged()) continue;
+    const int64_t before = shape_numel(Shape(from.begin(), from.begin() + int64_t(i)));
+    bool kept = false;
+    for (size_t j = 0; j < shape_.size() && !kept; ++j)
+      kept = ctx.out(0)[j].symbol == ctx.in(0)[i].symbol && shape_[j] == from[i] &&
+             shape_numel(Shape(shape_.begin(), shape_.begin() + int64_t(j))) == before;
+    if (!kept) ctx.no_rule("it merges or splits a padded axis");
+  }
+  return ctx.rebind(in);
+}
+std::vector<Tensor> Transpose::mask(const std::vector<Tensor>& in,
+                                    const detail::MaskContext& ctx) const {
+  return ctx.rebind(in);
+}
+std::vector<Tensor> BroadcastInDim::mask(const std::vector<Tensor>& in,
+                                         const detail::MaskContext& ctx) const {
+  return ctx.rebind(in);
+}
+std::vector<Tensor> Slice::mask(const std::vector<Tensor>& in,
+                                const detail::MaskContext& ctx) const {
+  for (size_t i = 0; i < start_.size(); ++i) {
+    const detail::AxisTag& tag = ctx.in(0)[i];
+    if (!tag.ragged()) continue;
+    if (strides_[i] != 1) ctx.no_rule("a strided slice of a padded axis");
+    const auto& probe = static_cast<const Slice&>(ctx.probe(tag.symbol));
+    if (probe.start()[i] != start_[i]) ctx.no_rule("a slice that starts from the end");
+    if (!ctx.out(0)[i].ragged() && limit_[i] > ctx.min_valid(tag))
+      ctx.no_rule("the slice [" + std::to_string(start_[i]) + ", " + std::to_string(limit_[i]) +
+                  ") of axis " + std::to_string(i) + " reaches past a lane's length " +
+                  std::to_string(ctx.min_valid(tag)));
+  }
+  return ctx.rebind(in);
 }
 
 }  // namespace lanes::prim

@@ -11,6 +11,8 @@ class Reshape : public Primitive {
  public:
   explicit Reshape(Shape shape) : shape_(std::move(shape)) {}
   std::string name() const override { return "reshape"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -30,6 +32,8 @@ class Transpose : public Primitive {
  public:
   explicit Transpose(std::vector<int64_t> perm) : perm_(std::move(perm)) {}
   std::string name() const override { return "transpose"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -51,6 +55,8 @@ class BroadcastInDim : public Primitive {
   BroadcastInDim(Shape shape, std::vector<int64_t> dims)
       : shape_(std::move(shape)), dims_(std::move(dims)) {}
   std::string name() const override { return "broadcast_in_dim"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -73,6 +79,8 @@ class Slice : public Primitive {
   Slice(Shape start, Shape limit, Shape strides)
       : start_(std::move(start)), limit_(std::move(limit)), strides_(std::move(strides)) {}
   std::string name() const override { return "slice"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;

@@ -6,6 +6,7 @@
 #include "lanes/ops.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -160,6 +161,20 @@ std::vector<Batched> Pad::batch(const std::vector<Batched>& in, int64_t) const {
   low.insert(low.begin() + d, 0);
   high.insert(high.begin() + d, 0);
   return {{bind1(std::make_shared<const Pad>(low, high, value_), {in[0].value}), d}};
+}
+
+// Masking (Pad): joining or padding along a padded axis would put the padding in the middle.
+std::vector<Tensor> Concatenate::mask(const std::vector<Tensor>& in,
+                                      const detail::MaskContext& ctx) const {
+  for (size_t i = 0; i < in.size(); ++i)
+    if (ctx.in(i)[size_t(axis_)].ragged()) ctx.no_rule("it joins along a padded axis");
+  return ctx.rebind(in);
+}
+std::vector<Tensor> Pad::mask(const std::vector<Tensor>& in, const detail::MaskContext& ctx) const {
+  for (size_t i = 0; i < low_.size(); ++i)
+    if (ctx.in(0)[i].ragged() && (low_[i] != 0 || high_[i] != 0))
+      ctx.no_rule("it pads a padded axis");
+  return ctx.rebind(in);
 }
 
 }  // namespace lanes::prim

@@ -12,6 +12,8 @@ class Concatenate : public Primitive {
  public:
   explicit Concatenate(int64_t axis) : axis_(axis) {}
   std::string name() const override { return "concatenate"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -32,6 +34,8 @@ class Pad : public Primitive {
   Pad(Shape low, Shape high, double value)
       : low_(std::move(low)), high_(std::move(high)), value_(value) {}
   std::string name() const override { return "pad"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "ops/internal.h"
+#include "transforms/masking.h"
 
 namespace lanes {
 
@@ -26,6 +27,10 @@ namespace {
 class StopGradient : public Primitive {
  public:
   std::string name() const override { return "stop_gradient"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override {
+    return ctx.rebind(in);
+  }
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override {
     check(in.size() == 1, "stop_gradient: expected 1 input, got ", in.size());
     return {in[0]};

@@ -28,6 +28,9 @@ ExplainScope::~ExplainScope() {
 }
 Explanation ExplainScope::take() { return std::move(*recording); }
 bool explaining() { return recording != nullptr; }
+void note_ragged(const std::string& what) {
+  if (recording && recording->ragged.empty()) recording->ragged = what;
+}
 
 VmapRecord::VmapRecord(const Graph& g, int64_t size) : outermost_(vmap_depth++ == 0) {
   if (recording && outermost_) {
@@ -84,6 +87,7 @@ std::ostream& operator<<(std::ostream& os, const Explanation& e) {
   if (e.control_flow.empty()) os << "none";
   for (const auto& c : e.control_flow) os << "\n  " << c;
   os << "\nmemory: " << (e.chunking.empty() ? "one piece" : e.chunking);
+  if (!e.ragged.empty()) os << "\nragged: " << e.ragged;
   os << "\nfallbacks: ";
   if (e.fallbacks.empty()) os << "none";
   for (const auto& f : e.fallbacks) os << f << ' ';

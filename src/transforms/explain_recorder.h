@@ -7,6 +7,8 @@ namespace lanes::detail {
 
 /// Whether an explain is recording on this thread.
 bool explaining();
+/// How a vmap over Ragged arguments ran (Explanation::ragged).
+void note_ragged(const std::string& what);
 
 /// Lives for one run_vmap; reports the example graph and each value's batch dim when it is the
 /// outermost vmap under an active explain.

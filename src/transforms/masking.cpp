@@ -1,0 +1,316 @@
+// RaggedStrategy::Pad's probing and masked evaluation (see masking.h); the masking rules
+// themselves live with their primitives (Primitive::mask).
+#include "transforms/masking.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "lanes/ops.h"
+#include "transforms/subgraphs.h"
+
+namespace lanes {
+
+std::vector<Tensor> Primitive::mask(const std::vector<Tensor>& inputs,
+                                    const detail::MaskContext& ctx) const {
+  if (ctx.any_ragged()) ctx.no_rule("it combines values along a padded axis");
+  return ctx.rebind(inputs);
+}
+
+namespace detail {
+namespace {
+
+[[noreturn]] void changes(const std::string& what) {
+  throw CannotMask("f " + what +
+                   " when a ragged extent changes: it reads the extent as a number, which "
+                   "padding cannot mask");
+}
+
+Tags tags_of(ValueId v, const Graph& a, const std::vector<const Graph*>& probes,
+             const std::vector<int64_t>& extents) {
+  const TensorType& ta = a.types[v];
+  Tags tags(ta.shape.size());
+  for (const Graph* p : probes)
+    if (p->types[v].shape.size() != ta.shape.size() || p->types[v].dtype != ta.dtype)
+      changes("makes a value of another rank or dtype");
+  for (size_t ax = 0; ax < ta.shape.size(); ++ax) {
+    int symbol = -1;
+    for (size_t k = 0; k < probes.size(); ++k) {
+      const int64_t d = probes[k]->types[v].shape[ax] - ta.shape[ax];
+      if (d == 0) continue;
+      if (d != 1 || symbol >= 0)
+        throw CannotMask("f makes a value of shape " + shape_str(ta.shape) + " whose axis " +
+                         std::to_string(ax) +
+                         " is not one ragged extent plus a constant (a concatenation or "
+                         "reshape of ragged axes), which padding cannot mask");
+      symbol = int(k);
+    }
+    if (symbol >= 0) tags[ax] = {symbol, ta.shape[ax] - extents[size_t(symbol)]};
+  }
+  return tags;
+}
+
+std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+
+// The leading `shape` block of a constant.
+Tensor leading(Tensor t, const Shape& shape) {
+  for (size_t ax = 0; ax < shape.size(); ++ax) t = slice_axis(t, int64_t(ax), 0, shape[ax]);
+  return t;
+}
+
+bool close(double x, double y) { return std::abs(x - y) <= 1e-6 * std::max(1.0, std::abs(y)); }
+
+// A scalar constant that differs between the traces: k * n or k / n, n the product of the
+// extents whose probes changed it (a mean's count, 1 / count); anything else cannot be masked.
+ExtentConstant extent_constant(double a, const std::vector<double>& probed,
+                               const std::vector<int64_t>& extents) {
+  ExtentConstant c;
+  double n = 1;
+  for (size_t k = 0; k < probed.size(); ++k)
+    if (probed[k] != a) {
+      c.symbols.push_back(int(k));
+      n *= double(extents[k]);
+    }
+  // The extents' product with symbol s one larger.
+  auto bumped = [&](size_t s) {
+    for (int sym : c.symbols)
+      if (size_t(sym) == s) return n / double(extents[s]) * double(extents[s] + 1);
+    return n;
+  };
+  auto fits = [&](int e, double k, double b) {
+    if (k == 0) return false;
+    for (size_t s = 0; s < probed.size(); ++s)
+      if (!close(probed[s], e == 1 ? k * bumped(s) + b : k / bumped(s))) return false;
+    return true;
+  };
+  auto nice = [](double k) {
+    return std::abs(k - std::round(k)) < 1e-5 * std::max(1.0, std::abs(k)) ? std::round(k) : k;
+  };
+  // k * n (a count), k / n (a mean's scale), then n + b for one extent (the last index n - 1).
+  if (fits(1, a / n, 0)) {
+    c.k = nice(a / n);
+  } else if (fits(-1, a * n, 0)) {
+    c.k = nice(a * n);
+    c.exponent = -1;
+  } else if (c.symbols.size() == 1 && probed[size_t(c.symbols[0])] - a == 1 &&
+             a - n == std::round(a - n)) {
+    c.b = a - n;
+  } else {
+    changes("computes a constant (" + std::to_string(a) + ") that is not a count");
+  }
+  return c;
+}
+
+// Whether every element is v[0].
+bool uniform(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; });
+}
+
+// Each constant must be the same in every trace, or (with a ragged axis) the larger must extend
+// the smaller, so that every lane's prefix of it is what its example would have made
+// (zeros(x.shape()), arange(n)). One filled with a single value that changes may be a count or
+// 1 / count (a mean and its gradient, broadcast while tracing): it becomes the lane's own.
+void compare_constants(MaskedGraph& mg, const Graph& a, const std::vector<const Graph*>& probes,
+                       const std::vector<int64_t>& extents) {
+  for (size_t i = 0; i < a.constants.size(); ++i) {
+    const auto& [v, t] = a.constants[i];
+    const std::vector<double> x = values(t);
+    bool same = true, filled = !x.empty() && uniform(x);
+    std::vector<double> firsts;
+    for (const Graph* p : probes) {
+      const auto& [pv, pt] = p->constants[i];
+      if (pv != v || pt.ndim() != t.ndim()) changes("records its constants in another order");
+      if (pt.storage() == t.storage() && pt.offset() == t.offset() && pt.shape() == t.shape()) {
+        firsts.push_back(x.empty() ? 0 : x[0]);
+        continue;
+      }
+      const std::vector<double> y = values(pt);
+      same = same && values(leading(pt, t.shape())) == x;
+      filled = filled && !y.empty() && uniform(y);
+      firsts.push_back(y.empty() ? 0 : y[0]);
+    }
+    if (same) continue;
+    if (!filled) {
+      std::ostringstream os;
+      os << "makes a constant of shape " << shape_str(t.shape()) << " whose values change";
+      changes(os.str());
+    }
+    mg.extent_constants[v] = extent_constant(x[0], firsts, extents);
+  }
+}
+
+// params() with the references to the node's sub-graphs left out (each trace numbers its own).
+std::string params_without_graphs(const Primitive& p) {
+  std::string s = p.params();
+  for (const auto& [name, g] : p.subgraphs()) {
+    const std::string r = ref(*g);
+    for (size_t at = s.find(r); at != std::string::npos; at = s.find(r)) s.erase(at, r.size());
+  }
+  return s;
+}
+
+}  // namespace
+
+bool MaskedGraph::any_ragged() const {
+  for (bool r : ragged_node)
+    if (r) return true;
+  for (const Tags& t : tags)
+    for (const AxisTag& a : t)
+      if (a.ragged()) return true;
+  return !extent_constants.empty();
+}
+
+std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
+                                                   const std::vector<const Graph*>& probes,
+                                                   const std::vector<int64_t>& extents) {
+  for (const Graph* p : probes)
+    if (p->nodes.size() != a.nodes.size() || p->types.size() != a.types.size() ||
+        p->inputs != a.inputs || p->outputs != a.outputs ||
+        p->constants.size() != a.constants.size())
+      changes("records another graph");
+  auto mg = std::make_shared<MaskedGraph>();
+  mg->graph = &a;
+  for (ValueId v = 0; v < ValueId(a.types.size()); ++v)
+    mg->tags.push_back(tags_of(v, a, probes, extents));
+  compare_constants(*mg, a, probes, extents);
+  auto ragged = [&](const std::vector<ValueId>& ids) {
+    for (ValueId v : ids)
+      for (const AxisTag& t : mg->tags[size_t(v)])
+        if (t.ragged()) return true;
+    return false;
+  };
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const Node& n = a.nodes[i];
+    std::vector<const Primitive*> at;
+    std::vector<std::shared_ptr<const MaskedGraph>> subs;
+    const auto a_subs = n.prim->subgraphs();
+    for (size_t k = 0; k < probes.size(); ++k) {
+      const Node& pn = probes[k]->nodes[i];
+      if (pn.prim->name() != n.prim->name() || pn.inputs != n.inputs || pn.outputs != n.outputs ||
+          pn.prim->subgraphs().size() != a_subs.size())
+        changes("records another graph");
+      at.push_back(pn.prim.get());
+    }
+    for (size_t s = 0; s < a_subs.size(); ++s) {
+      std::vector<const Graph*> sub_probes;
+      for (const Primitive* p : at) sub_probes.push_back(p->subgraphs()[s].second);
+      subs.push_back(analyze_padding(*a_subs[s].second, sub_probes, extents));
+    }
+    bool is_ragged = ragged(n.inputs) || ragged(n.outputs);
+    for (const auto& sub : subs) is_ragged = is_ragged || sub->any_ragged();
+    if (!is_ragged)
+      for (const Primitive* p : at)
+        if (params_without_graphs(*p) != params_without_graphs(*n.prim))
+          changes("gives " + n.prim->name() + " other parameters (" + n.prim->params() +
+                  " and " + p->params() + ")");
+    mg->ragged_node.push_back(is_ragged);
+    mg->probes.push_back(std::move(at));
+    mg->subgraphs.push_back(std::move(subs));
+  }
+  return mg;
+}
+
+MaskContext::MaskContext(const MaskedGraph& g, size_t node, const std::vector<Tensor>& lengths,
+                         const std::vector<int64_t>& min_lengths)
+    : g_(g), node_(node), lengths_(lengths), min_lengths_(min_lengths) {}
+
+const Primitive& MaskContext::prim() const { return *g_.graph->nodes[node_].prim; }
+const Tags& MaskContext::in(size_t i) const {
+  return g_.tags[size_t(g_.graph->nodes[node_].inputs[i])];
+}
+const Tags& MaskContext::out(size_t i) const {
+  return g_.tags[size_t(g_.graph->nodes[node_].outputs[i])];
+}
+const Primitive& MaskContext::probe(int symbol) const {
+  return *g_.probes[node_][size_t(symbol)];
+}
+const MaskedGraph& MaskContext::subgraph(size_t i) const { return *g_.subgraphs[node_][i]; }
+
+bool MaskContext::any_ragged() const { return g_.ragged_node[node_]; }
+
+Tensor MaskContext::valid(const AxisTag& tag) const {
+  const Tensor& n = lengths_[size_t(tag.symbol)];
+  return tag.offset == 0 ? n : n + tag.offset;
+}
+
+int64_t MaskContext::min_valid(const AxisTag& tag) const {
+  return min_lengths_[size_t(tag.symbol)] + tag.offset;
+}
+
+Tensor MaskContext::fill_padding(const Tensor& x, const Tags& tags,
+                                 const std::vector<int64_t>& axes, double fill) const {
+  Tensor keep;
+  for (int64_t ax : axes) {
+    if (!tags[size_t(ax)].ragged()) continue;
+    Shape s(size_t(x.ndim()), 1);
+    s[size_t(ax)] = x.shape(ax);
+    const Tensor inside = less(iota(s, ax, DType::Int64), valid(tags[size_t(ax)]));
+    keep = keep.defined() ? logical_and(keep, inside) : inside;
+  }
+  return keep.defined() ? where(keep, x, fill) : x;
+}
+
+std::vector<Tensor> MaskContext::rebind(const std::vector<Tensor>& inputs) const {
+  return replay(*g_.graph, g_.graph->nodes[node_], inputs);
+}
+
+void MaskContext::no_rule(const std::string& why) const {
+  throw CannotMask(prim().name() + " has no masking rule over a padded axis (" + why + ")");
+}
+
+double lowest_of(DType d) {
+  if (is_floating(d)) return -std::numeric_limits<double>::infinity();
+  if (d == DType::Bool || d == DType::UInt8) return 0;
+  if (d == DType::Int64) return -9223372036854775808.0;  // -2^63, exact in a double
+  return double(std::numeric_limits<int32_t>::min());
+}
+
+double highest_of(DType d) {
+  if (is_floating(d)) return std::numeric_limits<double>::infinity();
+  if (d == DType::Bool) return 1;
+  if (d == DType::UInt8) return 255;
+  if (d == DType::Int64) return 9223372036854774784.0;  // the largest double below 2^63
+  return double(std::numeric_limits<int32_t>::max());
+}
+
+std::vector<Tensor> eval_masked(const MaskedGraph& mg, const std::vector<Tensor>& inputs,
+                                const std::vector<Tensor>& lengths,
+                                const std::vector<int64_t>& min_lengths) {
+  const Graph& g = *mg.graph;
+  check(inputs.size() == g.inputs.size(), "Pad: ", inputs.size(), " inputs for a graph of ",
+        g.inputs.size());
+  std::vector<Tensor> env(g.types.size());
+  for (size_t i = 0; i < inputs.size(); ++i) env[size_t(g.inputs[i])] = inputs[i];
+  for (const auto& [v, t] : g.constants) {
+    auto c = mg.extent_constants.find(v);
+    if (c == mg.extent_constants.end()) {
+      env[size_t(v)] = t;
+      continue;
+    }
+    Tensor n = scalar(1.0, DType::Float64);
+    for (int s : c->second.symbols) n = n * cast(lengths[size_t(s)], DType::Float64);
+    const Tensor value =
+        c->second.exponent == 1 ? n * c->second.k + c->second.b : c->second.k / n;
+    env[size_t(v)] = broadcast_to(cast(value, t.dtype()), t.shape());
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    std::vector<Tensor> args;
+    args.reserve(n.inputs.size());
+    for (ValueId v : n.inputs) args.push_back(env[size_t(v)]);
+    std::vector<Tensor> outs;
+    if (mg.ragged_node[i]) {
+      outs = n.prim->mask(args, MaskContext(mg, i, lengths, min_lengths));
+    } else {
+      outs = replay(g, n, args);
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) env[size_t(n.outputs[k])] = std::move(outs[k]);
+  }
+  std::vector<Tensor> out;
+  for (ValueId v : g.outputs) out.push_back(env[size_t(v)]);
+  return out;
+}
+
+}  // namespace detail
+}  // namespace lanes

@@ -1,0 +1,322 @@
+// vmap over Ragged arguments by padding (RaggedStrategy::Pad, lanes/ragged.h), and Auto's choice
+// between Pad and Group. The probing and the masked evaluation are in masking.cpp; here: the
+// ragged symbols of a call, the per-signature cache, the cost estimates, and the run itself (one
+// ordinary vmap of the masked graph over the padded leaves and the lanes' lengths).
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "ir/graph_key.h"
+#include "lanes/ops.h"
+#include "lanes/vmap.h"
+#include "transforms/explain_recorder.h"
+#include "transforms/masking.h"
+
+namespace lanes::detail {
+
+namespace {
+
+using MaskedFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// The padded axes of a call: one symbol per distinct vector of per-example lengths.
+struct Symbols {
+  std::vector<std::vector<int64_t>> lengths;  // per symbol: each example's length
+  std::vector<int64_t> extents;               // per symbol: the padded extent (the longest)
+  std::vector<int64_t> shortest;              // per symbol
+  std::vector<std::vector<int>> of;           // per Ragged, per axis: its symbol or -1
+};
+
+Symbols symbols_of(const std::vector<const Ragged*>& raggeds) {
+  Symbols s;
+  std::map<std::vector<int64_t>, int> index;
+  for (const Ragged* r : raggeds) {
+    const int64_t rank = r->size() ? (*r)[0].ndim() : 0;
+    std::vector<int> axes(size_t(rank), -1);
+    for (int64_t a = 0; a < rank; ++a) {
+      std::vector<int64_t> n;
+      for (const Tensor& e : r->examples()) n.push_back(e.shape(a));
+      if (std::all_of(n.begin(), n.end(), [&](int64_t x) { return x == n[0]; })) continue;
+      auto [it, fresh] = index.emplace(n, int(s.lengths.size()));
+      if (fresh) {
+        s.extents.push_back(*std::max_element(n.begin(), n.end()));
+        s.shortest.push_back(*std::min_element(n.begin(), n.end()));
+        s.lengths.push_back(std::move(n));
+      }
+      axes[size_t(a)] = it->second;
+    }
+    s.of.push_back(std::move(axes));
+  }
+  return s;
+}
+
+// The example types f is traced at: Ragged slots padded, symbol `bump` (if >= 0) one longer.
+std::vector<TensorType> example_types(const std::vector<Tensor>& leaves,
+                                      const std::vector<const Ragged*>& raggeds,
+                                      const std::vector<std::optional<int64_t>>& in_axes,
+                                      const Symbols& s, int bump) {
+  std::vector<TensorType> types;
+  size_t r = 0;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (!leaves[i].defined()) {
+      const Ragged& rg = *raggeds[r];
+      Shape shape = rg[0].shape();
+      for (size_t a = 0; a < shape.size(); ++a) {
+        const int sym = s.of[r][a];
+        if (sym >= 0) shape[a] = s.extents[size_t(sym)] + (sym == bump ? 1 : 0);
+      }
+      types.push_back({shape, rg[0].dtype()});
+      ++r;
+    } else if (in_axes[i]) {
+      Shape shape = leaves[i].shape();
+      shape.erase(shape.begin() + *in_axes[i]);
+      types.push_back({shape, leaves[i].dtype()});
+    } else {
+      types.push_back({leaves[i].shape(), leaves[i].dtype()});
+    }
+  }
+  return types;
+}
+
+// What Pad made of one padded signature (f's graph A and the smallest lengths).
+struct Entry {
+  Graph graph;
+  std::vector<Graph> probes;
+  std::shared_ptr<const MaskedGraph> masked;
+  std::string cannot;  // why Pad cannot run f; empty when it can
+  std::shared_ptr<const Vmapped<MaskedFn>> inner;
+};
+
+}  // namespace
+
+struct PadCache {
+  std::mutex mutex;
+  BoundedMap<std::shared_ptr<const Entry>> entries;
+};
+
+struct PadPlan {
+  std::shared_ptr<const Entry> entry;
+  Symbols symbols;
+  std::vector<const Ragged*> raggeds;
+  int64_t size = 0;
+};
+
+std::shared_ptr<PadCache> make_pad_cache() { return std::make_shared<PadCache>(); }
+
+namespace {
+
+std::shared_ptr<const Entry> build_entry(Graph a, const TraceAt& trace_at,
+                                         const std::vector<TensorType>& types_a,
+                                         const std::vector<Tensor>& leaves,
+                                         const std::vector<const Ragged*>& raggeds,
+                                         const std::vector<std::optional<int64_t>>& in_axes,
+                                         const Symbols& s, const VmapOptions& options) {
+  auto e = std::make_shared<Entry>();
+  e->graph = inline_calls(std::move(a));
+  try {
+    for (size_t k = 0; k < s.extents.size(); ++k)
+      e->probes.push_back(
+          inline_calls(trace_at(example_types(leaves, raggeds, in_axes, s, int(k)))));
+    std::vector<const Graph*> probes;
+    for (const Graph& p : e->probes) probes.push_back(&p);
+    e->masked = analyze_padding(e->graph, probes, s.extents);
+    // The masking rules run while the masked function is traced: trace it once here, so that a
+    // primitive without a rule is found now (and Auto can still group).
+    const size_t n_in = e->graph.num_explicit_inputs(), n_sym = s.extents.size();
+    const std::shared_ptr<const MaskedGraph> masked = e->masked;
+    const std::vector<Tensor> captured = e->graph.captured;
+    const std::vector<int64_t> shortest = s.shortest;
+    MaskedFn fn = [masked, captured, shortest, n_in, n_sym](const std::vector<Tensor>& xs) {
+      std::vector<Tensor> inputs(xs.begin(), xs.begin() + int64_t(n_in));
+      inputs.insert(inputs.end(), captured.begin(), captured.end());
+      const std::vector<Tensor> lengths(xs.begin() + int64_t(n_in), xs.begin() + int64_t(n_in + n_sym));
+      return eval_masked(*masked, inputs, lengths, shortest);
+    };
+    std::vector<Tensor> example;
+    for (const TensorType& t : types_a) example.push_back(Tensor::empty(t.shape, t.dtype));
+    for (size_t k = 0; k < n_sym; ++k) example.push_back(scalar(1, DType::Int64));
+    (void)make_graph(fn)(example);
+    std::vector<AxisSpec> axes;
+    for (size_t i = 0; i < leaves.size(); ++i)
+      axes.push_back(!leaves[i].defined() ? AxisSpec(0)
+                     : in_axes[i]         ? AxisSpec(*in_axes[i])
+                                          : AxisSpec(none));
+    for (size_t k = 0; k < n_sym; ++k) axes.push_back(AxisSpec(0));
+    VmapOptions inner = options;
+    inner.ragged = RaggedStrategy::Group;
+    e->inner = std::make_shared<const Vmapped<MaskedFn>>(
+        std::move(fn), AxisSpec(std::vector<AxisSpec>{AxisSpec(std::move(axes))}), AxisSpec(0),
+        inner);
+  } catch (const CannotMask& err) {
+    e->cannot = err.what();
+  }
+  return e;
+}
+
+// Estimated cost of running g on `lanes` lanes whose symbols have extents `ext`, in units of one
+// element of elementwise work: per node run a fixed overhead plus its work (a product's
+// multiply-adds count a quarter: GEMM kernels do them that much faster), a scan's body once per
+// step.
+constexpr double kNodeOverhead = 2000;  // ~1 us of dispatch per node run, in element units
+constexpr double kTraceCost = 2000;     // tracing and keying one node, once per call
+
+struct Cost {
+  double overhead = 0, work = 0;
+  double total() const { return overhead + work; }
+};
+
+Cost run_cost(const MaskedGraph& mg, const std::vector<double>& ext, double lanes) {
+  const Graph& g = *mg.graph;
+  auto extent = [&](ValueId v, size_t ax) {
+    const AxisTag& t = mg.tags[size_t(v)][ax];
+    return t.ragged() ? std::max(0.0, ext[size_t(t.symbol)] + double(t.offset))
+                      : double(g.types[size_t(v)].shape[ax]);
+  };
+  auto numel = [&](ValueId v) {
+    double n = 1;
+    for (size_t ax = 0; ax < g.types[size_t(v)].shape.size(); ++ax) n *= extent(v, ax);
+    return n;
+  };
+  Cost total;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    double work = 0;
+    for (ValueId v : n.outputs) work += numel(v);
+    for (ValueId v : n.inputs) work = std::max(work, numel(v));
+    if (n.prim->name() == "dot_general") {
+      // Multiply-adds = lhs * rhs / out for the usual products (batch dims aside).
+      const double out = std::max(1.0, numel(n.outputs[0]));
+      work = numel(n.inputs[0]) * numel(n.inputs[1]) / out / 4 + out;
+    }
+    // A scan runs its body once per step: the length its xs lead with (a while: once).
+    double steps = 1;
+    if (n.prim->name() == "scan")
+      for (ValueId v : n.inputs)
+        if (!g.types[size_t(v)].shape.empty() && mg.tags[size_t(v)][0].ragged())
+          steps = extent(v, 0);
+    total.overhead += kNodeOverhead;
+    total.work += lanes * work;
+    for (const auto& sub : mg.subgraphs[i]) {
+      const Cost c = run_cost(*sub, ext, lanes);
+      total.overhead += steps * c.overhead;
+      total.work += steps * c.work;
+    }
+  }
+  return total;
+}
+
+size_t node_count(const MaskedGraph& mg) {
+  size_t n = mg.graph->nodes.size();
+  for (const auto& subs : mg.subgraphs)
+    for (const auto& s : subs) n += node_count(*s);
+  return n;
+}
+
+}  // namespace
+
+std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace_at,
+                                           const std::vector<const Ragged*>& raggeds,
+                                           const std::vector<Tensor>& leaves,
+                                           const std::vector<std::optional<int64_t>>& in_axes,
+                                           size_t num_groups, const VmapOptions& options) {
+  const bool must = options.ragged == RaggedStrategy::Pad;
+  auto plan = std::make_shared<PadPlan>();
+  plan->symbols = symbols_of(raggeds);
+  plan->raggeds = raggeds;
+  plan->size = raggeds.front()->size();
+  if (plan->size == 0) {
+    check(!must, "vmap: RaggedStrategy::Pad over Ragged arguments with no examples");
+    return nullptr;
+  }
+  const Symbols& s = plan->symbols;
+  const std::vector<TensorType> types = example_types(leaves, raggeds, in_axes, s, -1);
+  Graph a = trace_at(types);
+  GraphKey key;
+  key.add(a);
+  key.add(s.shortest);
+  for (const std::vector<int> axes : s.of)
+    for (int sym : axes) key.add(int64_t(sym));
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.entries.map.find(key.key);
+    if (it != cache.entries.map.end()) plan->entry = it->second;
+  }
+  if (!plan->entry) {
+    plan->entry = build_entry(std::move(a), trace_at, types, leaves, raggeds, in_axes, s, options);
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.entries.add(key.key, plan->entry, 16);
+  }
+  const Entry& e = *plan->entry;
+  if (!e.cannot.empty()) {
+    check(!must, "vmap: RaggedStrategy::Pad cannot run this function: ", e.cannot,
+          "; use RaggedStrategy::Group");
+    if (explaining()) note_ragged("group: " + e.cannot);
+    return nullptr;
+  }
+  if (must && !explaining()) return plan;
+  // Auto: the padded run against the groups' runs, in the same units.
+  const double nodes = double(node_count(*e.masked));
+  const Cost padded =
+      run_cost(*e.masked, std::vector<double>(s.extents.begin(), s.extents.end()),
+               double(plan->size));
+  const double pad_cost = padded.total() + 2 * kTraceCost * nodes;
+  std::map<std::vector<int64_t>, int64_t> members;  // each example's lengths -> how many
+  for (int64_t i = 0; i < plan->size; ++i) {
+    std::vector<int64_t> n;
+    for (const std::vector<int64_t>& l : s.lengths) n.push_back(l[size_t(i)]);
+    ++members[n];
+  }
+  double group_cost = kTraceCost * nodes * double(num_groups), real = 0;
+  for (const auto& [n, count] : members) {
+    const Cost c = run_cost(*e.masked, std::vector<double>(n.begin(), n.end()), double(count));
+    group_cost += c.total();
+    real += c.work;
+  }
+  const bool pad = must || pad_cost <= group_cost;
+  if (explaining()) {
+    std::ostringstream os;
+    os << (pad ? "pad" : "group") << ": " << num_groups << " distinct shapes, padding "
+       << int(100 * std::max(0.0, 1 - real / std::max(padded.work, 1.0)))
+       << "% of the padded work; estimated cost pad " << pad_cost << ", group " << group_cost
+       << (must ? " (Pad asked for)" : "");
+    note_ragged(os.str());
+  }
+  return pad ? plan : nullptr;
+}
+
+std::vector<Ragged> run_padded(const PadPlan& plan, const std::vector<Tensor>& leaves,
+                               const std::vector<std::optional<int64_t>>& out_axes) {
+  const Symbols& s = plan.symbols;
+  std::vector<Tensor> xs;
+  size_t r = 0;
+  for (const Tensor& leaf : leaves)
+    xs.push_back(leaf.defined() ? leaf : plan.raggeds[r++]->padded(0));
+  for (const std::vector<int64_t>& n : s.lengths) xs.push_back(tensor(n));
+  const std::vector<Tensor> outs = (*plan.entry->inner)(xs);
+  const MaskedGraph& mg = *plan.entry->masked;
+  std::vector<Ragged> result;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const Tensor& out = outs[j];
+    const int64_t axis = *out_axes[j] < 0 ? *out_axes[j] + out.ndim() : *out_axes[j];
+    const Tags& tags = mg.tags[size_t(mg.graph->outputs[j])];
+    const bool ragged = std::any_of(tags.begin(), tags.end(), [](auto t) { return t.ragged(); });
+    if (!ragged && axis == 0) {
+      result.push_back(Ragged::from_stacked(out));
+      continue;
+    }
+    std::vector<Tensor> examples;
+    for (int64_t i = 0; i < plan.size; ++i) {
+      Tensor e = squeeze(slice_axis(out, axis, i, i + 1), Axes{axis});
+      for (size_t ax = 0; ax < tags.size(); ++ax)
+        if (tags[ax].ragged())
+          e = slice_axis(e, int64_t(ax), 0,
+                         std::max<int64_t>(0, s.lengths[size_t(tags[ax].symbol)][size_t(i)] +
+                                                  tags[ax].offset));
+      examples.push_back(e);
+    }
+    result.emplace_back(std::move(examples));
+  }
+  return result;
+}
+
+}  // namespace lanes::detail
