@@ -39,6 +39,7 @@
 #include "workloads/mapped.h"
 #include "workloads/memory.h"
 #include "workloads/per_example.h"
+#include "workloads/ragged.h"
 
 namespace workloads {
 namespace {
@@ -67,6 +68,8 @@ const std::vector<Workload>& all_workloads() {
       {"ode_rk4", ode_rk4},
       {"perex_mlp_dropout", perex_mlp_dropout},
       {"dropout_draws", dropout_draws},
+      {"ragged_lstm", ragged_lstm},
+      {"ragged_attention", ragged_attention},
   };
   return all;
 }

@@ -273,3 +273,35 @@ TEST(RaggedPad, ExplainSaysWhichAndWhy) {
   os << pad;
   EXPECT_NE(os.str().find("ragged: pad"), std::string::npos);
 }
+
+TEST(RaggedPad, PerExampleGradientsThroughAnLstmClassifier) {
+  const Ragged xs = sequences(kLengths, 3, 80);
+  const Tensor wx = example({3, 8}, 81) * 0.5, wh = example({2, 8}, 82) * 0.5;
+  const Tensor wo = example({2, 3}, 83);
+  auto per_example = [&](const Tensor& x) {
+    auto loss = [&](const std::tuple<Tensor, Tensor, Tensor>& w) {
+      const auto& [a, b, o] = w;
+      using Carry = std::pair<Tensor, Tensor>;
+      auto step = [&](const Carry& hc, const Tensor& xt) {
+        const Tensor g = matmul(xt, a) + matmul(hc.first, b);
+        const Tensor c = sigmoid(slice_axis(g, 0, 2, 4)) * hc.second +
+                         sigmoid(slice_axis(g, 0, 0, 2)) * tanh(slice_axis(g, 0, 4, 6));
+        return std::make_pair(Carry{sigmoid(slice_axis(g, 0, 6, 8)) * tanh(c), c},
+                              std::tuple<>{});
+      };
+      const Carry init{zeros({2}, kFloat64), zeros({2}, kFloat64)};
+      const Tensor h = scan(step, init, x).first.first;
+      return softmax_cross_entropy(matmul(h, o), scalar(1, kInt32));
+    };
+    return grad(loss)(std::make_tuple(wx, wh, wo));
+  };
+  for (RaggedStrategy s : {RaggedStrategy::Pad, RaggedStrategy::Auto}) {
+    const auto [ga, gb, go] = vmap(per_example, 0, 0, with(s))(xs);
+    for (int64_t i = 0; i < xs.size(); ++i) {
+      const auto [wa, wb, wo_] = per_example(xs[i]);
+      expect_close(Tensor(ga)[i], wa, 1e-10);
+      expect_close(Tensor(gb)[i], wb, 1e-10);
+      expect_close(Tensor(go)[i], wo_, 1e-10);
+    }
+  }
+}

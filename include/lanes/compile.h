@@ -71,6 +71,24 @@ class Compiled {
 
   template <class... Args>
   auto operator()(const Args&... args) const {
+    if constexpr ((detail::has_ragged_v<Args> || ...)) {
+      // Ragged arguments have no one signature to trace: a vmap over them keys its optimized
+      // graphs itself, by the padded shapes (Pad) or by each group's shape (Group).
+      return f_(args...);
+    } else {
+      return call(args...);
+    }
+  }
+
+  /// Number of traces kept: one per signature, and per types of the Variables read.
+  size_t cache_size() const {
+    std::lock_guard<std::mutex> lock(cache_->mutex);
+    return cache_->entries.size();
+  }
+
+ private:
+  template <class... Args>
+  auto call(const Args&... args) const {
     using Out = std::invoke_result_t<const F&, const Args&...>;
     std::vector<Tensor> leaves;
     (tree::flatten(args, leaves), ...);
@@ -112,13 +130,6 @@ class Compiled {
                          detail::execute(entry->graph, leaves));
   }
 
-  /// Number of traces kept: one per signature, and per types of the Variables read.
-  size_t cache_size() const {
-    std::lock_guard<std::mutex> lock(cache_->mutex);
-    return cache_->entries.size();
-  }
-
- private:
   struct Cache {
     mutable std::mutex mutex;
     std::unordered_multimap<std::string, std::shared_ptr<const detail::CompiledEntry>> entries;

@@ -3,6 +3,7 @@
 #include "transforms/masking.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -27,17 +28,80 @@ namespace {
                    "padding cannot mask");
 }
 
+// Which value and node of a probe trace stands for each of trace A's, found by walking both
+// graphs from their outputs (a trace may number its values in another order: the backward pass
+// of a gradient visits nodes by address). Values no output depends on stay unmatched (-1).
+struct Match {
+  std::vector<ValueId> value;       // per value of A
+  std::vector<int64_t> node;        // per node of A
+  std::vector<int64_t> constant;    // per constant of A: the probe's constant index
+};
+
+Match match_graphs(const Graph& a, const Graph& p) {
+  auto where = [](const Graph& g) {  // per value: (kind, index, output position)
+    std::vector<std::array<int64_t, 3>> at(g.types.size(), {-1, -1, -1});
+    for (size_t i = 0; i < g.inputs.size(); ++i) at[size_t(g.inputs[i])] = {0, int64_t(i), 0};
+    for (size_t i = 0; i < g.constants.size(); ++i)
+      at[size_t(g.constants[i].first)] = {1, int64_t(i), 0};
+    for (size_t i = 0; i < g.nodes.size(); ++i)
+      for (size_t o = 0; o < g.nodes[i].outputs.size(); ++o)
+        at[size_t(g.nodes[i].outputs[o])] = {2, int64_t(i), int64_t(o)};
+    return at;
+  };
+  const auto wa = where(a), wp = where(p);
+  Match m{std::vector<ValueId>(a.types.size(), -1), std::vector<int64_t>(a.nodes.size(), -1),
+          std::vector<int64_t>(a.constants.size(), -1)};
+  if (a.outputs.size() != p.outputs.size() || a.inputs.size() != p.inputs.size())
+    changes("records another graph");
+  std::vector<std::pair<ValueId, ValueId>> todo;
+  for (size_t i = 0; i < a.outputs.size(); ++i) todo.emplace_back(a.outputs[i], p.outputs[i]);
+  while (!todo.empty()) {
+    const auto [va, vp] = todo.back();
+    todo.pop_back();
+    if (m.value[size_t(va)] >= 0) {
+      if (m.value[size_t(va)] != vp) changes("records another graph");
+      continue;
+    }
+    m.value[size_t(va)] = vp;
+    const auto& x = wa[size_t(va)];
+    const auto& y = wp[size_t(vp)];
+    if (x[0] != y[0] || x[2] != y[2] || (x[0] == 0 && x[1] != y[1]))
+      changes("records another graph");
+    if (x[0] == 1) m.constant[size_t(x[1])] = y[1];
+    if (x[0] != 2) continue;
+    const Node& na = a.nodes[size_t(x[1])];
+    const Node& np = p.nodes[size_t(y[1])];
+    if (m.node[size_t(x[1])] >= 0) {
+      if (m.node[size_t(x[1])] != y[1]) changes("records another graph");
+      continue;
+    }
+    if (na.prim->name() != np.prim->name() || na.inputs.size() != np.inputs.size() ||
+        na.outputs.size() != np.outputs.size())
+      changes("records another graph (" + na.prim->name() + " and " + np.prim->name() + ")");
+    m.node[size_t(x[1])] = y[1];
+    for (size_t o = 0; o < na.outputs.size(); ++o)
+      if (m.value[size_t(na.outputs[o])] < 0) m.value[size_t(na.outputs[o])] = np.outputs[o];
+    for (size_t i = 0; i < na.inputs.size(); ++i) todo.emplace_back(na.inputs[i], np.inputs[i]);
+  }
+  return m;
+}
+
 Tags tags_of(ValueId v, const Graph& a, const std::vector<const Graph*>& probes,
-             const std::vector<int64_t>& extents) {
-  const TensorType& ta = a.types[v];
+             const std::vector<Match>& matches, const std::vector<int64_t>& extents) {
+  const TensorType& ta = a.types[size_t(v)];
   Tags tags(ta.shape.size());
-  for (const Graph* p : probes)
-    if (p->types[v].shape.size() != ta.shape.size() || p->types[v].dtype != ta.dtype)
+  std::vector<const TensorType*> tp;
+  for (size_t k = 0; k < probes.size(); ++k) {
+    const ValueId pv = matches[k].value[size_t(v)];
+    if (pv < 0) return tags;  // nothing reads it
+    tp.push_back(&probes[k]->types[size_t(pv)]);
+    if (tp.back()->shape.size() != ta.shape.size() || tp.back()->dtype != ta.dtype)
       changes("makes a value of another rank or dtype");
+  }
   for (size_t ax = 0; ax < ta.shape.size(); ++ax) {
     int symbol = -1;
     for (size_t k = 0; k < probes.size(); ++k) {
-      const int64_t d = probes[k]->types[v].shape[ax] - ta.shape[ax];
+      const int64_t d = tp[k]->shape[ax] - ta.shape[ax];
       if (d == 0) continue;
       if (d != 1 || symbol >= 0)
         throw CannotMask("f makes a value of shape " + shape_str(ta.shape) + " whose axis " +
@@ -112,15 +176,16 @@ bool uniform(const std::vector<double>& v) {
 // (zeros(x.shape()), arange(n)). One filled with a single value that changes may be a count or
 // 1 / count (a mean and its gradient, broadcast while tracing): it becomes the lane's own.
 void compare_constants(MaskedGraph& mg, const Graph& a, const std::vector<const Graph*>& probes,
-                       const std::vector<int64_t>& extents) {
+                       const std::vector<Match>& matches, const std::vector<int64_t>& extents) {
   for (size_t i = 0; i < a.constants.size(); ++i) {
     const auto& [v, t] = a.constants[i];
+    if (!matches.empty() && matches[0].constant[i] < 0) continue;  // nothing reads it
     const std::vector<double> x = values(t);
     bool same = true, filled = !x.empty() && uniform(x);
     std::vector<double> firsts;
-    for (const Graph* p : probes) {
-      const auto& [pv, pt] = p->constants[i];
-      if (pv != v || pt.ndim() != t.ndim()) changes("records its constants in another order");
+    for (size_t k = 0; k < probes.size(); ++k) {
+      const Tensor& pt = probes[k]->constants[size_t(matches[k].constant[i])].second;
+      if (pt.ndim() != t.ndim()) changes("makes a constant of another rank");
       if (pt.storage() == t.storage() && pt.offset() == t.offset() && pt.shape() == t.shape()) {
         firsts.push_back(x.empty() ? 0 : x[0]);
         continue;
@@ -164,16 +229,13 @@ bool MaskedGraph::any_ragged() const {
 std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
                                                    const std::vector<const Graph*>& probes,
                                                    const std::vector<int64_t>& extents) {
-  for (const Graph* p : probes)
-    if (p->nodes.size() != a.nodes.size() || p->types.size() != a.types.size() ||
-        p->inputs != a.inputs || p->outputs != a.outputs ||
-        p->constants.size() != a.constants.size())
-      changes("records another graph");
+  std::vector<Match> matches;
+  for (const Graph* p : probes) matches.push_back(match_graphs(a, *p));
   auto mg = std::make_shared<MaskedGraph>();
   mg->graph = &a;
   for (ValueId v = 0; v < ValueId(a.types.size()); ++v)
-    mg->tags.push_back(tags_of(v, a, probes, extents));
-  compare_constants(*mg, a, probes, extents);
+    mg->tags.push_back(tags_of(v, a, probes, matches, extents));
+  compare_constants(*mg, a, probes, matches, extents);
   auto ragged = [&](const std::vector<ValueId>& ids) {
     for (ValueId v : ids)
       for (const AxisTag& t : mg->tags[size_t(v)])
@@ -186,20 +248,20 @@ std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
     std::vector<std::shared_ptr<const MaskedGraph>> subs;
     const auto a_subs = n.prim->subgraphs();
     for (size_t k = 0; k < probes.size(); ++k) {
-      const Node& pn = probes[k]->nodes[i];
-      if (pn.prim->name() != n.prim->name() || pn.inputs != n.inputs || pn.outputs != n.outputs ||
-          pn.prim->subgraphs().size() != a_subs.size())
-        changes("records another graph");
-      at.push_back(pn.prim.get());
+      const int64_t pn = matches[k].node[i];
+      if (pn < 0) break;  // nothing reads it: replayed as it is
+      at.push_back(probes[k]->nodes[size_t(pn)].prim.get());
+      if (at.back()->subgraphs().size() != a_subs.size()) changes("records another graph");
     }
-    for (size_t s = 0; s < a_subs.size(); ++s) {
+    const bool live = at.size() == probes.size();
+    for (size_t s = 0; live && s < a_subs.size(); ++s) {
       std::vector<const Graph*> sub_probes;
       for (const Primitive* p : at) sub_probes.push_back(p->subgraphs()[s].second);
       subs.push_back(analyze_padding(*a_subs[s].second, sub_probes, extents));
     }
-    bool is_ragged = ragged(n.inputs) || ragged(n.outputs);
+    bool is_ragged = live && (ragged(n.inputs) || ragged(n.outputs));
     for (const auto& sub : subs) is_ragged = is_ragged || sub->any_ragged();
-    if (!is_ragged)
+    if (live && !is_ragged)
       for (const Primitive* p : at)
         if (params_without_graphs(*p) != params_without_graphs(*n.prim))
           changes("gives " + n.prim->name() + " other parameters (" + n.prim->params() +
