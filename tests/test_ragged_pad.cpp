@@ -183,9 +183,9 @@ TEST(RaggedPad, PerExampleGradientsThroughAnRnn) {
     std::vector<double> b(size_t(xs[i].numel()), 0.0);
     b[0] = eps;
     const Tensor bump = tensor(b, xs[i].shape());
-    const double fd = (loss(w, xs[i] + bump, y[i]).item<double>() -
-                       loss(w, xs[i] - bump, y[i]).item<double>()) /
-                      (2 * eps);
+    const double fd =
+        (loss(w, xs[i] + bump, y[i]).item<double>() - loss(w, xs[i] - bump, y[i]).item<double>()) /
+        (2 * eps);
     EXPECT_NEAR(gx[i][0][0].item<double>(), fd, 1e-6);
   }
 }
@@ -286,8 +286,7 @@ TEST(RaggedPad, PerExampleGradientsThroughAnLstmClassifier) {
         const Tensor g = matmul(xt, a) + matmul(hc.first, b);
         const Tensor c = sigmoid(slice_axis(g, 0, 2, 4)) * hc.second +
                          sigmoid(slice_axis(g, 0, 0, 2)) * tanh(slice_axis(g, 0, 4, 6));
-        return std::make_pair(Carry{sigmoid(slice_axis(g, 0, 6, 8)) * tanh(c), c},
-                              std::tuple<>{});
+        return std::make_pair(Carry{sigmoid(slice_axis(g, 0, 6, 8)) * tanh(c), c}, std::tuple<>{});
       };
       const Carry init{zeros({2}, kFloat64), zeros({2}, kFloat64)};
       const Tensor h = scan(step, init, x).first.first;

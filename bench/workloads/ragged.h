@@ -87,8 +87,8 @@ inline Tensor lstm_logits(const LstmClassifier& p, const Tensor& x, const Tensor
   auto cell = [&](const Carry& hc, const Tensor& xt) {
     const Tensor a = lanes::matmul(xt, p.wx) + lanes::matmul(hc.first, p.wh) + p.b;
     auto gate = [&](int64_t k) { return lanes::slice_axis(a, 0, k * n, (k + 1) * n); };
-    const Tensor c = lanes::sigmoid(gate(1)) * hc.second +
-                     lanes::sigmoid(gate(0)) * lanes::tanh(gate(2));
+    const Tensor c =
+        lanes::sigmoid(gate(1)) * hc.second + lanes::sigmoid(gate(0)) * lanes::tanh(gate(2));
     return Carry{lanes::sigmoid(gate(3)) * lanes::tanh(c), c};
   };
   const Carry init{lanes::zeros({n}), lanes::zeros({n})};
@@ -131,8 +131,14 @@ inline std::vector<Variant> ragged_lstm() {
                          normal(313, {4 * n}, 0.1), normal(314, {n, classes}, 0.1),
                          lanes::zeros({classes})};
   const Tensor y = labels(315, xs.size(), classes);
-  inputs({{"wx", p.wx}, {"wh", p.wh}, {"b", p.b}, {"wo", p.wo}, {"bo", p.bo}, {"x", packed},
-          {"lengths", lengths}, {"y", y}});
+  inputs({{"wx", p.wx},
+          {"wh", p.wh},
+          {"b", p.b},
+          {"wo", p.wo},
+          {"bo", p.bo},
+          {"x", packed},
+          {"lengths", lengths},
+          {"y", y}});
   // One example's gradient of its cross-entropy, over its own steps.
   auto per_example = [](const LstmClassifier& q, const Tensor& x, const Tensor& label) {
     auto loss = [&](const LstmClassifier& w) {
@@ -144,8 +150,7 @@ inline std::vector<Variant> ragged_lstm() {
   auto masked = [](const LstmClassifier& q, const Tensor& x, const Tensor& length,
                    const Tensor& label) {
     auto loss = [&](const LstmClassifier& w) {
-      return lanes::softmax_cross_entropy(lstm_logits(w, x, live_mask(x.shape(0), length)),
-                                          label);
+      return lanes::softmax_cross_entropy(lstm_logits(w, x, live_mask(x.shape(0), length)), label);
     };
     return leaves(lanes::grad(loss)(q));
   };

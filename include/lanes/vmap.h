@@ -395,8 +395,8 @@ class Vmapped {
     }
     const Out shape = like ? *like : Out{};
     size_t pos = 0;
-    return detail::ragged_rebuild(
-        shape, detail::ungroup(outputs, out_axes_of(shape), groups, size), pos);
+    return detail::ragged_rebuild(shape, detail::ungroup(outputs, out_axes_of(shape), groups, size),
+                                  pos);
   }
 
   template <class... Args>

@@ -304,7 +304,8 @@ std::vector<Tensor> Select::mask(const std::vector<Tensor>& in,
                                  const detail::MaskContext& ctx) const {
   return ctx.rebind(in);
 }
-std::vector<Tensor> Cast::mask(const std::vector<Tensor>& in, const detail::MaskContext& ctx) const {
+std::vector<Tensor> Cast::mask(const std::vector<Tensor>& in,
+                               const detail::MaskContext& ctx) const {
   return ctx.rebind(in);
 }
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "lanes/dtype.h"
 #include "lanes/ops.h"
 #include "primitives/util.h"
 #include "transforms/masking.h"
-#include "lanes/dtype.h"
 
 namespace lanes::prim {
 
@@ -161,7 +161,7 @@ std::vector<Tensor> ArgReduce::vjp(const std::vector<Tensor>&, const std::vector
 std::vector<Tensor> Reduce::mask(const std::vector<Tensor>& in,
                                  const detail::MaskContext& ctx) const {
   const DType d = in[0].dtype();
-  const double fill = kind_ == Kind::Sum   ? 0.0
+  const double fill = kind_ == Kind::Sum    ? 0.0
                       : kind_ == Kind::Prod ? 1.0
                       : kind_ == Kind::Max  ? detail::lowest_of(d)
                                             : detail::highest_of(d);

@@ -211,7 +211,8 @@ std::vector<Tensor> Scan::jvp(const std::vector<Tensor>& primals,
 // body freezes the carry on the steps past it, so the final carry is the one after the lane's
 // last step; reversed, the padded steps come first and leave the initial carry alone. The body
 // is masked itself (with the lanes' lengths as more consts) when it handles padded values.
-std::vector<Tensor> Scan::mask(const std::vector<Tensor>& in, const detail::MaskContext& ctx) const {
+std::vector<Tensor> Scan::mask(const std::vector<Tensor>& in,
+                               const detail::MaskContext& ctx) const {
   const size_t nc = n_carry_, nk = n_consts_, nx = in.size() - nc - nk;
   std::optional<detail::AxisTag> steps;
   auto note = [&](const detail::Tags& t) {
@@ -244,7 +245,7 @@ std::vector<Tensor> Scan::mask(const std::vector<Tensor>& in, const detail::Mask
   if (steps) operands.push_back(iota({length_}, 0, DType::Int64));
   (void)nx;
   return lanes::bind(std::make_shared<const Scan>(body, nc, nk + lengths.size(), length_, reverse_),
-              operands);
+                     operands);
 }
 
 }  // namespace lanes::prim

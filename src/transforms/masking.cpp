@@ -32,9 +32,9 @@ namespace {
 // graphs from their outputs (a trace may number its values in another order: the backward pass
 // of a gradient visits nodes by address). Values no output depends on stay unmatched (-1).
 struct Match {
-  std::vector<ValueId> value;       // per value of A
-  std::vector<int64_t> node;        // per node of A
-  std::vector<int64_t> constant;    // per constant of A: the probe's constant index
+  std::vector<ValueId> value;     // per value of A
+  std::vector<int64_t> node;      // per node of A
+  std::vector<int64_t> constant;  // per constant of A: the probe's constant index
 };
 
 Match match_graphs(const Graph& a, const Graph& p) {
@@ -264,8 +264,8 @@ std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
     if (live && !is_ragged)
       for (const Primitive* p : at)
         if (params_without_graphs(*p) != params_without_graphs(*n.prim))
-          changes("gives " + n.prim->name() + " other parameters (" + n.prim->params() +
-                  " and " + p->params() + ")");
+          changes("gives " + n.prim->name() + " other parameters (" + n.prim->params() + " and " +
+                  p->params() + ")");
     mg->ragged_node.push_back(is_ragged);
     mg->probes.push_back(std::move(at));
     mg->subgraphs.push_back(std::move(subs));
@@ -284,9 +284,7 @@ const Tags& MaskContext::in(size_t i) const {
 const Tags& MaskContext::out(size_t i) const {
   return g_.tags[size_t(g_.graph->nodes[node_].outputs[i])];
 }
-const Primitive& MaskContext::probe(int symbol) const {
-  return *g_.probes[node_][size_t(symbol)];
-}
+const Primitive& MaskContext::probe(int symbol) const { return *g_.probes[node_][size_t(symbol)]; }
 const MaskedGraph& MaskContext::subgraph(size_t i) const { return *g_.subgraphs[node_][i]; }
 
 bool MaskContext::any_ragged() const { return g_.ragged_node[node_]; }
@@ -352,8 +350,7 @@ std::vector<Tensor> eval_masked(const MaskedGraph& mg, const std::vector<Tensor>
     }
     Tensor n = scalar(1.0, DType::Float64);
     for (int s : c->second.symbols) n = n * cast(lengths[size_t(s)], DType::Float64);
-    const Tensor value =
-        c->second.exponent == 1 ? n * c->second.k + c->second.b : c->second.k / n;
+    const Tensor value = c->second.exponent == 1 ? n * c->second.k + c->second.b : c->second.k / n;
     env[size_t(v)] = broadcast_to(cast(value, t.dtype()), t.shape());
   }
   for (size_t i = 0; i < g.nodes.size(); ++i) {

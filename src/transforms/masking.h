@@ -42,8 +42,8 @@ struct ExtentConstant {
 
 /// A graph traced at the padded shapes, with what probing found.
 struct MaskedGraph {
-  const Graph* graph = nullptr;  // trace A (kept alive by the plan)
-  std::vector<Tags> tags;        // per value
+  const Graph* graph = nullptr;   // trace A (kept alive by the plan)
+  std::vector<Tags> tags;         // per value
   std::vector<bool> ragged_node;  // per node: some value it reads, writes or holds is ragged
   std::vector<std::vector<const Primitive*>> probes;  // per node: the node in each probe trace
   std::vector<std::vector<std::shared_ptr<const MaskedGraph>>> subgraphs;  // per node

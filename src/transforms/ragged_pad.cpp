@@ -129,7 +129,8 @@ std::shared_ptr<const Entry> build_entry(Graph a, const TraceAt& trace_at,
     MaskedFn fn = [masked, captured, shortest, n_in, n_sym](const std::vector<Tensor>& xs) {
       std::vector<Tensor> inputs(xs.begin(), xs.begin() + int64_t(n_in));
       inputs.insert(inputs.end(), captured.begin(), captured.end());
-      const std::vector<Tensor> lengths(xs.begin() + int64_t(n_in), xs.begin() + int64_t(n_in + n_sym));
+      const std::vector<Tensor> lengths(xs.begin() + int64_t(n_in),
+                                        xs.begin() + int64_t(n_in + n_sym));
       return eval_masked(*masked, inputs, lengths, shortest);
     };
     std::vector<Tensor> example;
@@ -234,7 +235,7 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
   GraphKey key;
   key.add(a);
   key.add(s.shortest);
-  for (const std::vector<int> axes : s.of)
+  for (const std::vector<int>& axes : s.of)
     for (int sym : axes) key.add(int64_t(sym));
   {
     std::lock_guard<std::mutex> lock(cache.mutex);
@@ -256,9 +257,8 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
   if (must && !explaining()) return plan;
   // Auto: the padded run against the groups' runs, in the same units.
   const double nodes = double(node_count(*e.masked));
-  const Cost padded =
-      run_cost(*e.masked, std::vector<double>(s.extents.begin(), s.extents.end()),
-               double(plan->size));
+  const Cost padded = run_cost(*e.masked, std::vector<double>(s.extents.begin(), s.extents.end()),
+                               double(plan->size));
   const double pad_cost = padded.total() + 2 * kTraceCost * nodes;
   std::map<std::vector<int64_t>, int64_t> members;  // each example's lengths -> how many
   for (int64_t i = 0; i < plan->size; ++i) {
@@ -310,8 +310,8 @@ std::vector<Ragged> run_padded(const PadPlan& plan, const std::vector<Tensor>& l
       for (size_t ax = 0; ax < tags.size(); ++ax)
         if (tags[ax].ragged())
           e = slice_axis(e, int64_t(ax), 0,
-                         std::max<int64_t>(0, s.lengths[size_t(tags[ax].symbol)][size_t(i)] +
-                                                  tags[ax].offset));
+                         std::max<int64_t>(
+                             0, s.lengths[size_t(tags[ax].symbol)][size_t(i)] + tags[ax].offset));
       examples.push_back(e);
     }
     result.emplace_back(std::move(examples));
