@@ -4,9 +4,9 @@
 // variants of a workload disagree (their checksums differ) or one fails.
 //
 //     build/bench/workloads [--workload NAME]... [--threads N] [--json-only] [--quick]
-//                           [--no-loop] [--callers N] [--dump-inputs DIR]
+//                           [--no-loop] [--variant NAME]... [--callers N] [--dump-inputs DIR]
 //
-// --no-loop skips the loop variants. --callers N calls each variant from N application threads
+// --no-loop skips the loop variants; --variant runs only the named variants (for a profiler). --callers N calls each variant from N application threads
 // at once in every timed run and reports the wall time divided by N (the time per call at the
 // pair's throughput): bench/contention's concurrent-callers condition.
 //
@@ -81,6 +81,7 @@ struct Options {
   bool quick = false;    // 3 warm-ups + 2 runs per variant, for CI smoke tests
   std::string dump_dir;  // --dump-inputs: write the inputs here and time nothing
   bool no_loop = false;  // --no-loop: skip the loop variants
+  std::vector<std::string> variants;  // --variant: only these (empty: all)
   int callers = 1;       // --callers: application threads calling each variant at once
 };
 
@@ -354,12 +355,14 @@ std::optional<Options> parse(int argc, char** argv) {
       o.dump_dir = argv[++i];
     } else if (a == "--no-loop") {
       o.no_loop = true;
+    } else if (a == "--variant" && i + 1 < argc) {
+      o.variants.push_back(argv[++i]);
     } else if (a == "--callers" && i + 1 < argc) {
       o.callers = std::max(1, std::atoi(argv[++i]));
     } else {
       std::fprintf(stderr,
                    "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick] "
-                   "[--no-loop] [--callers N] [--dump-inputs DIR]\n",
+                   "[--no-loop] [--variant NAME]... [--callers N] [--dump-inputs DIR]\n",
                    argv[0]);
       return std::nullopt;
     }
@@ -409,6 +412,9 @@ int main(int argc, char** argv) {
       const std::vector<Variant> variants = w.setup();
       for (const Variant& v : variants) {
         if (opt->no_loop && v.name == "loop") continue;
+        if (!opt->variants.empty() &&
+            std::find(opt->variants.begin(), opt->variants.end(), v.name) == opt->variants.end())
+          continue;
         rs.push_back(measure(w.name, v, opt->quick, opt->callers));
         print_json(rs.back(), opt->threads);
       }

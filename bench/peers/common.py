@@ -56,6 +56,23 @@ def load_inputs(directory, name):
     return inputs, entry["params"]
 
 
+# ---- ragged batches: the packed inputs of bench/workloads/ragged.h -------------------------------
+
+def ragged_examples(packed: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+    """The examples of a packed ragged batch: example i is the next lengths[i] rows of packed
+    (views, not copies)."""
+    return np.split(packed, np.cumsum(lengths)[:-1])
+
+
+def ragged_padded(packed: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The examples of a packed ragged batch padded with zeros to the longest: (B, max L, ...),
+    what lanes::Ragged::padded(0) gives the manual variants."""
+    out = np.zeros((len(lengths), int(lengths.max())) + packed.shape[1:], packed.dtype)
+    for i, x in enumerate(ragged_examples(packed, lengths)):
+        out[i, :len(x)] = x
+    return out
+
+
 # ---- checksums: the same sums as workloads::checksum (harness.h) ---------------------------------
 
 K_WEIGHTS = 4

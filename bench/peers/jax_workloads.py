@@ -6,7 +6,11 @@
 
 Variants: "jit(vmap)" (jax.jit of jax.vmap, the way jax is meant to be used), "vmap" (jax.vmap
 dispatched op by op), "loop" (a jitted per-example function called once per example from Python,
-results stacked) and "manual" (hand-batched jnp, jitted) where it is short.
+results stacked) and "manual" (hand-batched jnp, jitted) where it is short. The ragged rows
+(ragged_lstm, ragged_attention: examples of different lengths) have no jit(vmap) or vmap cells,
+jax.vmap mapping arrays of one shape: their "manual" is jax.jit(jax.vmap) of the per-example
+function over the batch padded by hand, the padding masked by hand, and their "loop" compiles
+the per-example function once per distinct length.
 
 Adding a workload: write one function named as its row of bench/workloads.cpp, decorated with
 @workload, that takes (inputs, params) -- the arrays and numbers of the dump's manifest -- and
@@ -19,11 +23,14 @@ pools from that affinity mask, and --threads 1 also turns off Eigen's multi-thre
 (XLA_FLAGS=--xla_cpu_multi_thread_eigen=false), both set before jax is imported.
 """
 
+import math
 import os
 import sys
+from typing import Callable, Optional, Union
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Skip, Variant, run_all, workload  # noqa: E402
+from common import (Skip, Variant, ragged_examples, ragged_padded, run_all,  # noqa: E402
+                    workload)
 
 
 def _threads_from_argv():
@@ -555,6 +562,93 @@ def ode_rk4(inputs, params):
     variants = mapped_variants(jax.grad(loss), (None, 0, 0), (p, y0, target))
     variants["manual"] = Skip("the tiled-weights trick is what vmap does; not repeated for jax")
     return variants
+
+
+# ---- ragged batches ------------------------------------------------------------------------------
+
+RAGGED_VMAP = "no ragged batches in jax.vmap (manual below: padded, masked)"
+Cells = dict[str, Union[Callable[[], object], Variant, Skip]]
+
+
+def ragged_variants(f: Callable, masked: Callable, shared: tuple, packed: np.ndarray,
+                    lengths: np.ndarray, mapped: np.ndarray) -> Cells:
+    """The cells of a ragged row (bench/workloads/ragged.h): the loop, f(shared, example,
+    mapped[i]) per example at its own length; the manual variant, jax.jit(jax.vmap) of
+    masked(shared, padded example, its length, mapped[i]) over the batch padded by hand once,
+    outside the timed function (lanes' manual is compile(vmap) of its masked function); jit(vmap)
+    and vmap skipped."""
+    xs = [jnp.asarray(x) for x in ragged_examples(packed, lengths)]
+    ms = [jnp.asarray(m) for m in mapped]
+    # Jitted per example: one compile per distinct length, in the loop's warm-up.
+    one = jax.jit(f)
+    manual = jax.jit(jax.vmap(masked, in_axes=(None, 0, 0, 0)))
+    args = tuple(jnp.asarray(a) for a in (ragged_padded(packed, lengths), lengths, mapped))
+    return {"jit(vmap)": Skip(RAGGED_VMAP), "vmap": Skip(RAGGED_VMAP),
+            "loop": lambda: stack_leaves([one(shared, x, m) for x, m in zip(xs, ms)]),
+            "manual": lambda: manual(shared, *args)}
+
+
+def live_mask(steps: int, length: jax.Array) -> jax.Array:
+    """An example's valid positions of a padded axis of extent `steps`: (steps,) bool."""
+    return jnp.arange(steps) < length
+
+
+def lstm_logits(q: tuple, xs: jax.Array, live: Optional[jax.Array] = None) -> jax.Array:
+    """An LSTM over xs (L, d) from zero state, q = (wx, wh, b, wo, bo); the logits of its final
+    hidden state. With `live` (L,) bool the carry freezes on the steps where it is false."""
+    zero = jnp.zeros(q[1].shape[0], F32)
+    if live is None:
+        (h, _), _ = lax.scan(lambda hc, xt: (lstm_step(q, *hc, xt), None), (zero, zero), xs)
+    else:
+        def step(hc, x_live):
+            nxt = lstm_step(q, *hc, x_live[0])
+            return tuple(jnp.where(x_live[1], a, b) for a, b in zip(nxt, hc)), None
+
+        (h, _), _ = lax.scan(step, (zero, zero), (xs, live))
+    return h @ q[3] + q[4]
+
+
+@workload
+def ragged_lstm(inputs: dict[str, np.ndarray], params: dict[str, float]) -> Cells:
+    p = put(inputs, "wx", "wh", "b", "wo", "bo")
+
+    def loss(q, xs, label):
+        return cross_entropy(lstm_logits(q, xs), label)
+
+    def masked_loss(q, xs, length, label):
+        return cross_entropy(lstm_logits(q, xs, live_mask(xs.shape[0], length)), label)
+
+    return ragged_variants(jax.grad(loss), jax.grad(masked_loss), p, inputs["x"],
+                           inputs["lengths"], inputs["y"])
+
+
+def attention_pool(q: tuple, x: jax.Array, live: Optional[jax.Array] = None) -> jax.Array:
+    """One self-attention layer (one head) over x (L, d), q = (wq, wk, wv), and the mean of its
+    outputs over the positions; with `live` (L,) the padded keys and rows are masked."""
+    scale = 1 / math.sqrt(q[0].shape[0])
+    queries, keys, values = x @ q[0], x @ q[1], x @ q[2]
+    scores = (queries @ keys.T) * scale
+    if live is not None:
+        scores = jnp.where(live, scores, -1e30)
+    out = jax.nn.softmax(scores, -1) @ values
+    if live is None:
+        return jnp.mean(out, 0)
+    rows = live.astype(F32)[:, None]
+    return jnp.sum(out * rows, 0) / jnp.sum(rows)
+
+
+@workload
+def ragged_attention(inputs: dict[str, np.ndarray], params: dict[str, float]) -> Cells:
+    p = put(inputs, "wq", "wk", "wv")
+    unused = np.zeros(inputs["lengths"].shape[0], np.float32)  # as lanes' per-example input
+
+    def f(q, x, _):
+        return attention_pool(q, x)
+
+    def masked(q, x, length, _):
+        return attention_pool(q, x, live_mask(x.shape[0], length))
+
+    return ragged_variants(f, masked, p, inputs["x"], inputs["lengths"], unused)
 
 
 def main():

@@ -37,6 +37,9 @@ COLUMNS = [
 # the peers' batching transforms; loop and manual are listed in the second table.
 LANES_BEST = lambda v: v.startswith("vmap") or v == "unrolled"  # noqa: E731
 PEER_BEST = {"jax": {"jit(vmap)", "vmap", "unrolled"}, "torch": {"vmap", "compile"}}
+# On the ragged rows no peer transform maps examples of different lengths: the peers' best is
+# their hand-padded, hand-masked batch (and torch's nested tensors), as issue 30 ranks them.
+PEER_BEST_RAGGED = {"manual", "nested"}
 PEERS = ("jax", "torch")  # ranked against lanes
 PYTHON = "lanes-python"  # lanes through its Python API: informational columns, never ranked
 TIE = 1.05  # a ratio within 5% either way is a tie: closer than this machine's noise
@@ -113,7 +116,12 @@ def lookup(rows, variant):
 
 def best(rows, system, wl):
     """(ms, variant) of a system's fastest batched variant on a workload, or None."""
-    pick = LANES_BEST if system in ("lanes", PYTHON) else (lambda v: v in PEER_BEST[system])
+    if system in ("lanes", PYTHON):
+        pick = LANES_BEST
+    elif wl.startswith("ragged_"):
+        pick = (lambda v: v in PEER_BEST[system] | PEER_BEST_RAGGED)  # noqa: E731
+    else:
+        pick = (lambda v: v in PEER_BEST[system])  # noqa: E731
     cands = [(r["median_ms"], v) for v, r in rows.get(wl, {}).items()
              if pick(v) and ok(r) and r.get("ranked", True)]
     return min(cands) if cands else None

@@ -16,6 +16,12 @@ the pinned torch), so newton_sqrt, mandelbrot and power_iter have no vmap/compil
 batch; rnn_scan's and ode_rk4's vmap unroll the Python for loop of steps (torch has no
 fori_loop), each marked with a note.
 
+Ragged rows (ragged_lstm, ragged_attention: examples of different lengths): torch.func.vmap maps
+tensors of one shape, so they have no vmap/compile cells; "manual" is torch.func.vmap of the
+per-example function over the batch padded by hand, the padding masked by hand (the LSTM's steps
+a Python for loop, eager), and ragged_attention has an extra "nested" cell: torch.nested jagged
+tensors with F.scaled_dot_product_attention.
+
 Adding a workload: write one function named as its row of bench/workloads.cpp, decorated with
 @workload, that takes (inputs, params) -- the arrays and numbers of the dump's manifest -- and
 returns {variant: callable}; each callable returns the output leaves as a tuple in lanes' tree
@@ -27,11 +33,14 @@ OMP_NUM_THREADS / MKL_NUM_THREADS / TORCHINDUCTOR_COMPILE_THREADS to N before to
 scripts/bench_peers.sh also runs this under `taskset` on N cores.
 """
 
+import math
 import os
 import sys
+from typing import Callable, Optional, Union
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import Skip, Variant, run_all, workload  # noqa: E402
+from common import (Skip, Variant, ragged_examples, ragged_padded, run_all,  # noqa: E402
+                    workload)
 
 
 def _threads_from_argv():
@@ -565,6 +574,109 @@ def ode_rk4(inputs, params):
     # Measured once: 8 minutes to compile on the 2-core machine, then 0.7x eager vmap's time.
     variants["compile"] = Skip("compiling the 100 unrolled steps takes ~8 min")
     variants["manual"] = Skip("the tiled-weights trick is what vmap does; not repeated for torch")
+    return variants
+
+
+# ---- ragged batches ------------------------------------------------------------------------------
+
+RAGGED_VMAP = "no ragged batches in torch.func.vmap (manual below: padded, masked)"
+Cells = dict[str, Union[Callable[[], object], Variant, Skip]]
+
+
+def ragged_variants(f: Callable, masked: Callable, shared: tuple, packed: np.ndarray,
+                    lengths: np.ndarray, mapped: torch.Tensor) -> Cells:
+    """The cells of a ragged row (bench/workloads/ragged.h): the loop, f(shared, example,
+    mapped[i]) per example at its own length, eager, run once (as lanes' loop); the manual
+    variant, torch.func.vmap of masked(shared, padded example, its length, mapped[i]) over the
+    batch padded by hand once, outside the timed function, eager; vmap and compile skipped."""
+    xs = [torch.from_numpy(x) for x in ragged_examples(packed, lengths)]
+    batched = vmap(masked, in_dims=(None, 0, 0, 0))
+    padded, lens = torch.from_numpy(ragged_padded(packed, lengths)), torch.from_numpy(lengths)
+
+    def loop():
+        return stack_leaves([f(shared, x, mapped[i]) for i, x in enumerate(xs)])
+
+    return {"vmap": Skip(RAGGED_VMAP), "compile": Skip(RAGGED_VMAP),
+            "loop": Variant(loop, once=True),
+            "manual": lambda: batched(shared, padded, lens, mapped)}
+
+
+def live_mask(steps: int, length: torch.Tensor) -> torch.Tensor:
+    """An example's valid positions of a padded axis of extent `steps`: (steps,) bool."""
+    return torch.arange(steps) < length
+
+
+def lstm_logits(q: tuple, xs: torch.Tensor, live: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """An LSTM over xs (L, d) from zero state, q = (wx, wh, b, wo, bo), its steps a Python for
+    loop; the logits of its final hidden state. With `live` (L,) bool the carry freezes on the
+    steps where it is false."""
+    h = c = torch.zeros(q[1].shape[0])
+    for t in range(xs.shape[0]):
+        nh, nc = lstm_step(q, h, c, xs[t])
+        if live is None:
+            h, c = nh, nc
+        else:
+            h, c = torch.where(live[t], nh, h), torch.where(live[t], nc, c)
+    return h @ q[3] + q[4]
+
+
+@workload
+def ragged_lstm(inputs: dict[str, np.ndarray], params: dict[str, float]) -> Cells:
+    p = put(inputs, "wx", "wh", "b", "wo", "bo")
+    (y,) = put(inputs, "y")
+
+    def loss(q, xs, label):
+        return F.cross_entropy(lstm_logits(q, xs), label)
+
+    def masked_loss(q, xs, length, label):
+        return F.cross_entropy(lstm_logits(q, xs, live_mask(xs.shape[0], length)), label)
+
+    return ragged_variants(grad(loss), grad(masked_loss), p, inputs["x"], inputs["lengths"], y)
+
+
+def attention_pool(q: tuple, x: torch.Tensor,
+                   live: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """One self-attention layer (one head) over x (L, d), q = (wq, wk, wv), and the mean of its
+    outputs over the positions; with `live` (L,) the padded keys and rows are masked."""
+    scale = 1 / math.sqrt(q[0].shape[0])
+    queries, keys, values = x @ q[0], x @ q[1], x @ q[2]
+    scores = (queries @ keys.T) * scale
+    if live is not None:
+        scores = torch.where(live, scores, -1e30)
+    out = torch.softmax(scores, -1) @ values
+    if live is None:
+        return torch.mean(out, 0)
+    rows = live.float()[:, None]
+    return torch.sum(out * rows, 0) / torch.sum(rows)
+
+
+@workload
+def ragged_attention(inputs: dict[str, np.ndarray], params: dict[str, float]) -> Cells:
+    p = put(inputs, "wq", "wk", "wv")
+    unused = torch.zeros(inputs["lengths"].shape[0])  # as lanes' per-example input
+
+    def f(q, x, _):
+        return attention_pool(q, x)
+
+    def masked(q, x, length, _):
+        return attention_pool(q, x, live_mask(x.shape[0], length))
+
+    variants = ragged_variants(f, masked, p, inputs["x"], inputs["lengths"], unused)
+    # torch's own ragged batches: a nested tensor of the jagged layout, made once outside the
+    # timed function (as the padding of manual). Two jagged tensors have no matmul (q @ k.T:
+    # "not supported between inputs of shapes (B, j1, 64) and (B, 64, j1)"), so the attention
+    # is F.scaled_dot_product_attention (one head; its default scale is 1 / sqrt(64)).
+    lengths = torch.from_numpy(inputs["lengths"])
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(lengths, 0)])
+    nested = torch.nested.nested_tensor_from_jagged(torch.from_numpy(inputs["x"]), offsets)
+
+    def nested_attention():
+        heads = [(nested @ w).unsqueeze(2).transpose(1, 2) for w in p]  # (B, 1, j, d)
+        out = F.scaled_dot_product_attention(*heads)
+        return out.transpose(1, 2).squeeze(2).mean(1)
+
+    variants["nested"] = Variant(nested_attention, note="torch.nested (jagged layout) and "
+                                 "F.scaled_dot_product_attention, eager")
     return variants
 
 

@@ -1,5 +1,7 @@
 // scan (and static fori_loop, map): every rule in one place.
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "lanes/ops.h"
@@ -207,13 +209,43 @@ std::vector<Tensor> Scan::jvp(const std::vector<Tensor>& primals,
   return result;
 }
 
+namespace {
+
+// For each carry k the body updates as carry + dot_general(a, b) (a gradient accumulated over
+// the steps), that product's node; -1 for other carries.
+std::vector<int64_t> accumulating_products(const Graph& g, size_t n_carry) {
+  std::map<ValueId, size_t> producer;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ValueId v : g.nodes[i].outputs) producer[v] = i;
+  std::vector<int64_t> out(n_carry, -1);
+  for (size_t k = 0; k < n_carry; ++k) {
+    auto it = producer.find(g.outputs[k]);
+    if (it == producer.end()) continue;
+    const Node& add = g.nodes[it->second];
+    if (add.prim->name() != "add" || add.inputs.size() != 2) continue;
+    for (size_t side = 0; side < 2; ++side) {
+      if (add.inputs[side] != g.inputs[k]) continue;
+      auto d = producer.find(add.inputs[1 - side]);
+      if (d != producer.end() && g.nodes[d->second].prim->name() == "dot_general" &&
+          g.types[g.outputs[k]] == g.types[g.inputs[k]])
+        out[k] = int64_t(d->second);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 // Masking (Pad). A scan along a padded axis (its xs or ys) stops at each lane's length: a new
 // body freezes the carry on the steps past it, so the final carry is the one after the lane's
-// last step; reversed, the padded steps come first and leave the initial carry alone. The body
-// is masked itself (with the lanes' lengths as more consts) when it handles padded values.
+// last step; reversed, the padded steps come first and leave the initial carry alone. A carry
+// that accumulates a product (a gradient's sum over the steps) is not frozen by a select, which
+// would copy it on every step: the product's factors are zeroed on the padded steps instead
+// (both, so inf or NaN in either cannot reach it), and carry + 0 is the carry. The body is
+// masked itself (with the lanes' lengths as more consts) when it handles padded values.
 std::vector<Tensor> Scan::mask(const std::vector<Tensor>& in,
                                const detail::MaskContext& ctx) const {
-  const size_t nc = n_carry_, nk = n_consts_, nx = in.size() - nc - nk;
+  const size_t nc = n_carry_, nk = n_consts_;
   std::optional<detail::AxisTag> steps;
   auto note = [&](const detail::Tags& t) {
     if (t.empty() || !t[0].ragged()) return;
@@ -232,18 +264,26 @@ std::vector<Tensor> Scan::mask(const std::vector<Tensor>& in,
   for (size_t l = 0; l < lengths.size(); ++l) lens.push_back(scope.input({{}, DType::Int64}));
   for (size_t i = nc + nk; i < in.size(); ++i) args.push_back(scope.input(g.types[g.inputs[i]]));
   const Tensor t = steps ? scope.input({{}, DType::Int64}) : Tensor();
-  std::vector<Tensor> outs = detail::eval_masked(ctx.subgraph(0), args, lens, ctx.min_lengths());
-  if (steps) {
-    const Tensor valid = lens[size_t(steps->symbol)] + steps->offset;
-    for (size_t k = 0; k < nc; ++k) outs[k] = where(less(t, valid), outs[k], args[k]);
-  }
+  const Tensor live = steps ? less(t, lens[size_t(steps->symbol)] + steps->offset) : Tensor();
+  const std::vector<int64_t> products =
+      steps ? accumulating_products(g, nc) : std::vector<int64_t>(nc, -1);
+  const detail::AdjustArgs zero_factors = [&](size_t node, std::vector<Tensor>& xs) {
+    if (std::find(products.begin(), products.end(), int64_t(node)) == products.end()) return;
+    for (Tensor& x : xs) x = where(live, x, 0.0);
+  };
+  std::vector<Tensor> outs = detail::eval_masked(ctx.subgraph(0), args, lens, ctx.min_lengths(),
+                                                 steps ? zero_factors : detail::AdjustArgs());
+  // A carry the body passes through unchanged (the gradient's carries of loop-invariant values)
+  // needs no freeze.
+  if (steps)
+    for (size_t k = 0; k < nc; ++k)
+      if (products[k] < 0 && g.outputs[k] != g.inputs[k]) outs[k] = where(live, outs[k], args[k]);
   auto body = std::make_shared<const Graph>(scope.finish(outs));
   check(body->captured.empty(), "scan: a masked body reads a value of an enclosing trace");
   std::vector<Tensor> operands(in.begin(), in.begin() + int64_t(nc + nk));
   operands.insert(operands.end(), lengths.begin(), lengths.end());
   operands.insert(operands.end(), in.begin() + int64_t(nc + nk), in.end());
   if (steps) operands.push_back(iota({length_}, 0, DType::Int64));
-  (void)nx;
   return lanes::bind(std::make_shared<const Scan>(body, nc, nk + lengths.size(), length_, reverse_),
                      operands);
 }

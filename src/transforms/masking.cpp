@@ -336,7 +336,7 @@ double highest_of(DType d) {
 
 std::vector<Tensor> eval_masked(const MaskedGraph& mg, const std::vector<Tensor>& inputs,
                                 const std::vector<Tensor>& lengths,
-                                const std::vector<int64_t>& min_lengths) {
+                                const std::vector<int64_t>& min_lengths, const AdjustArgs& adjust) {
   const Graph& g = *mg.graph;
   check(inputs.size() == g.inputs.size(), "Pad: ", inputs.size(), " inputs for a graph of ",
         g.inputs.size());
@@ -358,6 +358,7 @@ std::vector<Tensor> eval_masked(const MaskedGraph& mg, const std::vector<Tensor>
     std::vector<Tensor> args;
     args.reserve(n.inputs.size());
     for (ValueId v : n.inputs) args.push_back(env[size_t(v)]);
+    if (adjust) adjust(i, args);
     std::vector<Tensor> outs;
     if (mg.ragged_node[i]) {
       outs = n.prim->mask(args, MaskContext(mg, i, lengths, min_lengths));

@@ -14,6 +14,7 @@
 // agree in length along some axes share the symbol (tokens and their labels).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -104,8 +105,12 @@ double highest_of(DType d);
 
 /// Runs g's graph on `inputs` (its inputs, captured last) with every ragged node masked;
 /// `lengths` holds the lane's length per symbol (traced under the vmap that batches it).
+/// `adjust`, when given, may change a node's arguments before it runs (a masked scan zeroes the
+/// factors of a product it accumulates on padded steps).
+using AdjustArgs = std::function<void(size_t node, std::vector<Tensor>& args)>;
 std::vector<Tensor> eval_masked(const MaskedGraph& g, const std::vector<Tensor>& inputs,
                                 const std::vector<Tensor>& lengths,
-                                const std::vector<int64_t>& min_lengths);
+                                const std::vector<int64_t>& min_lengths,
+                                const AdjustArgs& adjust = {});
 
 }  // namespace lanes::detail

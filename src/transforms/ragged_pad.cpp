@@ -10,6 +10,7 @@
 #include "ir/graph_key.h"
 #include "lanes/ops.h"
 #include "lanes/vmap.h"
+#include "primitives/dot_general.h"
 #include "transforms/explain_recorder.h"
 #include "transforms/masking.h"
 
@@ -156,10 +157,14 @@ std::shared_ptr<const Entry> build_entry(Graph a, const TraceAt& trace_at,
 
 // Estimated cost of running g on `lanes` lanes whose symbols have extents `ext`, in units of one
 // element of elementwise work: per node run a fixed overhead plus its work (a product's
-// multiply-adds count a quarter: GEMM kernels do them that much faster), a scan's body once per
+// multiply-adds count an eighth: GEMM kernels do them that much faster), a scan's body once per
 // step.
-constexpr double kNodeOverhead = 2000;  // ~1 us of dispatch per node run, in element units
-constexpr double kTraceCost = 2000;     // tracing and keying one node, once per call
+// Fitted on this machine's ragged_lstm and ragged_attention rows (bench/README.md): a unit is
+// about 45 ps of a padded run, a node run's dispatch about 1.3 us on small batches, tracing and
+// keying a node about 1 us.
+constexpr double kMultiplyAdd = 0.125;    // a GEMM's multiply-add against an elementwise op
+constexpr double kNodeOverhead = 30000;  // per node run
+constexpr double kTraceCost = 20000;     // per node traced, once per call
 
 struct Cost {
   double overhead = 0, work = 0;
@@ -184,10 +189,10 @@ Cost run_cost(const MaskedGraph& mg, const std::vector<double>& ext, double lane
     double work = 0;
     for (ValueId v : n.outputs) work += numel(v);
     for (ValueId v : n.inputs) work = std::max(work, numel(v));
-    if (n.prim->name() == "dot_general") {
-      // Multiply-adds = lhs * rhs / out for the usual products (batch dims aside).
-      const double out = std::max(1.0, numel(n.outputs[0]));
-      work = numel(n.inputs[0]) * numel(n.inputs[1]) / out / 4 + out;
+    if (const auto* dot = dynamic_cast<const prim::DotGeneral*>(n.prim.get())) {
+      double contracted = 1;  // multiply-adds per output element
+      for (int64_t ax : dot->lhs_contracting()) contracted *= extent(n.inputs[0], size_t(ax));
+      work = numel(n.outputs[0]) * (1 + contracted * kMultiplyAdd);
     }
     // A scan runs its body once per step: the length its xs lead with (a while: once).
     double steps = 1;
