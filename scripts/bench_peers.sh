@@ -18,7 +18,8 @@
 #    (bench/peers/README.md);
 # 5. bench/peers/report.py: checks every peer's checksums against lanes' and writes
 #    bench/results/peers.md and bench/results/peers.png (with --quick, build/peers-results/
-#    instead: 2 timed runs per cell, for development, never committed).
+#    instead: 2 timed runs per cell, for development, never committed; with --workload, a subset,
+#    bench/results/peers_subset.md and .png, so the committed full run stays).
 #
 # --beside-twin: how each system slows down when a second copy of itself shares its cores (two
 # training jobs on one machine, MPI ranks on one node). Step 4 runs each system twice: quiet, to
@@ -226,8 +227,10 @@ fi
 
 # ---- 5. the table and the chart ------------------------------------------------------------------
 peers_dir=$out_dir
+peers_name=peers
+[ ${#selected[@]} -gt 0 ] && peers_name=peers_subset  # a subset never replaces the full table
 [ "$twin" = 1 ] && peers_dir=$results  # --beside-twin leaves bench/results/peers.* alone
-say "writing $peers_dir/peers.md and $peers_dir/peers.png"
+say "writing $peers_dir/$peers_name.md and $peers_dir/$peers_name.png"
 report=0
 python_report=()
 [ "$lanes_python" = 1 ] && python_report=(--lanes-python "$results/lanes-python.jsonl")
@@ -235,7 +238,7 @@ python_report=()
   --torch "$results/torch.jsonl" "${python_report[@]}" --threads "$threads" --load "$load" \
   "${quick[@]}" \
   --elapsed "$((SECONDS - start)) s (${installed:-no installs})" \
-  --md "$peers_dir/peers.md" --png "$peers_dir/peers.png" || report=1
+  --md "$peers_dir/$peers_name.md" --png "$peers_dir/$peers_name.png" || report=1
 if [ "$twin" = 1 ]; then
   say "writing $out_dir/contention_peers.md"
   "$py" bench/peers/contention_report.py --results "$results" --threads "$threads" \

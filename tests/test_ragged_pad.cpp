@@ -304,3 +304,36 @@ TEST(RaggedPad, PerExampleGradientsThroughAnLstmClassifier) {
     }
   }
 }
+
+TEST(RaggedPad, RandomnessDifferentDrawsWhatTheLoopDraws) {
+  // Lane i draws what the loop draws for example i with a generator at fold_in(K, i), K the
+  // generator's next key: one key per call, whatever the strategy.
+  const Ragged xs = sequences(kLengths, 3, 90);
+  for (RaggedStrategy s : {RaggedStrategy::Pad, RaggedStrategy::Group, RaggedStrategy::Auto}) {
+    random::Generator gen(21);
+    gen.set_counter(3);
+    auto f = [&](const Tensor& x) {
+      const Tensor noise = random::normal(gen, x.shape(), kFloat64);  // padded along axis 0
+      return std::make_pair(sum(x * noise, Axes{0}), x + random::uniform(gen, {}, 0.0, 1.0, kFloat64));
+    };
+    VmapOptions o = with(s);
+    o.randomness = Randomness::Different;
+    const auto [pooled, shifted] = vmap(f, 0, 0, o)(xs);
+    EXPECT_EQ(gen.counter(), 4u);
+    const random::Key k = random::fold_in(random::key(21), 3);
+    for (int64_t i = 0; i < xs.size(); ++i) {
+      const random::Generator lane = random::Generator::from_key(random::fold_in(k, uint64_t(i)));
+      const Tensor noise = random::normal(lane, xs[i].shape(), kFloat64);
+      expect_close(Tensor(pooled)[i], sum(xs[i] * noise, Axes{0}));
+      expect_close(shifted[i], xs[i] + random::uniform(lane, {}, 0.0, 1.0, kFloat64));
+    }
+  }
+  // A draw padded along a later axis has no rule: Pad says so, Auto groups.
+  random::Generator gen(22);
+  auto columns = [&](const Tensor& x) {
+    return sum(transpose(x) * random::uniform(gen, {3, x.shape(0)}, 0.0, 1.0, kFloat64));
+  };
+  VmapOptions pad = with(RaggedStrategy::Pad);
+  pad.randomness = Randomness::Different;
+  expect_error([&] { (void)vmap(columns, 0, 0, pad)(xs); }, {"Pad cannot run", "random_uniform"});
+}

@@ -93,6 +93,32 @@ class VmapFrame {
   std::unique_ptr<Frame> frame_;
 };
 
+/// The lanes of the next VmapFrame made on this thread stand for these examples (RAII): lane j
+/// gets the key fold_in(K, lanes[j]) under Randomness::Different instead of fold_in(K, j). A vmap
+/// over Ragged arguments sets it around each group's call, so that every lane draws what the
+/// per-example loop draws for its example.
+class LaneExamples {
+ public:
+  explicit LaneExamples(Tensor lanes);
+  ~LaneExamples();
+  LaneExamples(const LaneExamples&) = delete;
+  LaneExamples& operator=(const LaneExamples&) = delete;
+};
+
+/// One vmap over Ragged arguments (RAII): every vmap and trace inside it that asks for a
+/// Generator's key gets the same key K, taken once from outside (a grouped run makes a vmap call
+/// per group, a padded one traces f more than once; the generator still advances once per call).
+class RaggedCallFrame {
+ public:
+  RaggedCallFrame();
+  ~RaggedCallFrame();
+  RaggedCallFrame(const RaggedCallFrame&) = delete;
+  RaggedCallFrame& operator=(const RaggedCallFrame&) = delete;
+
+ private:
+  std::unique_ptr<Frame> frame_;
+};
+
 /// A loop body's trace (RAII): traced once and run on every iteration, so a draw from a Generator
 /// there would repeat its numbers; it is an error naming `loop` (explicit keys are fine).
 class LoopBodyFrame {

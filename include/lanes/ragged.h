@@ -238,7 +238,8 @@ std::vector<Ragged> ungroup(const std::vector<std::vector<Tensor>>& outputs,
 struct PadCache;  // what Pad traced and found, per padded signature (src/transforms/ragged_pad.cpp)
 struct PadPlan;   // one call's choice and inputs
 std::shared_ptr<PadCache> make_pad_cache();
-using TraceAt = std::function<Graph(const std::vector<TensorType>&)>;
+struct TracedExample;  // f's example graph and the hidden arguments its trace made (vmap.h)
+using TraceAt = std::function<TracedExample(const std::vector<TensorType>&)>;
 
 /// Pad's plan for one call: null when the strategy is Auto and Group is estimated faster (or
 /// Pad cannot mask f). `trace_at` traces f's example at the given leaf types (Ragged slots at

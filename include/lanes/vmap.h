@@ -280,6 +280,13 @@ std::vector<Tensor> run_sharded(const Graph& g, const std::vector<Tensor>& leave
 /// their next collective or at the agreement this makes after body), so that none waits forever.
 void sharded_call(const VmapOptions& options, const std::function<void()>& body);
 
+/// f's example graph, traced at the padded shapes, and the hidden arguments (Generator keys) its
+/// trace made.
+struct TracedExample {
+  Graph graph;
+  std::vector<VmapFrame::Hidden> hidden;
+};
+
 /// The axes of a vmap's leaves when some are Ragged (undefined slots): every Ragged must be
 /// mapped along axis 0 and every mapped Tensor must have `size` examples along its axis.
 std::vector<std::optional<int64_t>> check_ragged_axes(const std::vector<Tensor>& leaves,
@@ -340,8 +347,8 @@ class Vmapped {
   template <class... Args>
   auto call_ragged(const Args&... args) const {
     check(!opt_.shard, "vmap: Ragged arguments do not compose with a sharded vmap yet");
-    check(opt_.randomness != Randomness::Different,
-          "vmap: randomness Different over Ragged arguments is not built yet");
+    // One Generator key per call whatever the strategy runs; lane i's is fold_in(K, i).
+    detail::RaggedCallFrame keys;
     std::vector<const Ragged*> raggeds;
     const std::tuple<detail::example_of_t<Args>...> slots{detail::with_slots(args, raggeds)...};
     std::vector<Tensor> leaves;
@@ -367,10 +374,13 @@ class Vmapped {
     if (opt_.ragged != RaggedStrategy::Group) {
       const detail::TraceAt trace_at = [&](const std::vector<TensorType>& types) {
         Out out{};
-        Graph g = std::apply(
+        detail::TracedExample t;
+        detail::VmapFrame frame(opt_.randomness, size);  // draws become hidden inputs
+        t.graph = std::apply(
             [&](const auto&... s) { return detail::trace<F>(f_, &out, types, s...); }, slots);
+        t.hidden = frame.hidden();
         if (!like) like.emplace(std::move(out));
-        return g;
+        return t;
       };
       const auto plan =
           detail::plan_padded(*pad_cache_, trace_at, raggeds, leaves, in, groups.size(), opt_);
@@ -389,6 +399,7 @@ class Vmapped {
             return std::tuple<detail::example_of_t<Args>...>{tree::rebuild(s, group, pos)...};
           },
           slots);
+      detail::LaneExamples lanes(tensor(members));  // the group's lanes draw as their examples
       Out out = std::apply([&](const auto&... a) { return call(a...); }, example_args);
       outputs.push_back(tree::flatten(out));
       if (!like) like.emplace(std::move(out));

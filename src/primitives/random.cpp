@@ -6,6 +6,7 @@
 #include "kernels/random.h"
 #include "primitives/util.h"
 #include "transforms/batching.h"
+#include "transforms/masking.h"
 
 namespace lanes::prim {
 
@@ -187,6 +188,36 @@ std::string RandomTruncatedNormal::params() const {
 
 std::vector<Tensor> RandomTruncatedNormal::eval(const std::vector<Tensor>& in) const {
   return {kernels::random_truncated_normal(in[0], shape_, lo_, hi_, dtype_)};
+}
+
+// Masking (Pad). Element i of what a key draws hashes its flat index i, so a draw padded along
+// its first drawn axis alone holds each lane's own draw as its leading rows: what the unpadded
+// example draws. Padded along a later axis, every row would shift: no rule. (The keys' own dims
+// lead the output and may be padded: each key draws on its own.)
+namespace {
+std::vector<Tensor> mask_draw(const std::vector<Tensor>& in, const detail::MaskContext& ctx) {
+  const detail::Tags& out = ctx.out(0);
+  for (size_t ax = size_t(in[0].ndim()) + 1; ax < out.size(); ++ax)
+    if (out[ax].ragged()) ctx.no_rule("a draw padded along an axis other than its first");
+  return ctx.rebind(in);
+}
+}  // namespace
+
+std::vector<Tensor> RandomSplit::mask(const std::vector<Tensor>& in,
+                                      const detail::MaskContext& ctx) const {
+  return mask_draw(in, ctx);
+}
+std::vector<Tensor> RandomFoldIn::mask(const std::vector<Tensor>& in,
+                                       const detail::MaskContext& ctx) const {
+  return ctx.rebind(in);  // elementwise
+}
+std::vector<Tensor> RandomUniform::mask(const std::vector<Tensor>& in,
+                                        const detail::MaskContext& ctx) const {
+  return mask_draw(in, ctx);
+}
+std::vector<Tensor> RandomDraw::mask(const std::vector<Tensor>& in,
+                                     const detail::MaskContext& ctx) const {
+  return mask_draw(in, ctx);
 }
 
 }  // namespace lanes::prim

@@ -14,6 +14,8 @@ class RandomSplit : public Primitive {
  public:
   explicit RandomSplit(int64_t num) : num_(num) {}
   std::string name() const override { return "random_split"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -32,6 +34,8 @@ class RandomSplit : public Primitive {
 class RandomFoldIn : public Primitive {
  public:
   std::string name() const override { return "random_fold_in"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
@@ -46,6 +50,8 @@ class RandomUniform : public Primitive {
  public:
   RandomUniform(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {}
   std::string name() const override { return "random_uniform"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
@@ -68,6 +74,8 @@ class RandomUniform : public Primitive {
 class RandomDraw : public Primitive {
  public:
   RandomDraw(Shape shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {}
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,

@@ -2,6 +2,8 @@
 // Generators inside a trace into hidden inputs of the transform that traces.
 #include "lanes/implicit.h"
 
+#include <utility>
+
 #include "lanes/compile.h"
 
 #include <map>
@@ -94,10 +96,15 @@ class CompileState : public Frame {
 
 // ---- vmap ---------------------------------------------------------------------------------------
 
+thread_local Tensor pending_lanes;  // LaneExamples: for the next VmapState
+
 class VmapState : public Frame {
  public:
   VmapState(Randomness randomness, int64_t size)
-      : depth_(trace_depth()), randomness_(randomness), size_(size) {}
+      : depth_(trace_depth()),
+        randomness_(randomness),
+        size_(size),
+        lanes_of_(std::exchange(pending_lanes, Tensor())) {}
 
   // An unmapped hidden argument holding the value outside.
   Tensor read(const std::shared_ptr<VariableState>& var, size_t below) override {
@@ -125,8 +132,9 @@ class VmapState : public Frame {
         it->second.key = add_hidden_input(depth_, {Shape{}, DType::Int64});
         hidden_.push_back({k, false});
       } else {
-        const Tensor lane_keys =
-            random::fold_in_each(broadcast_to(k, {size_}), arange(size_, DType::Int64));
+        const Tensor examples =
+            lanes_of_.defined() ? lanes_of_ : arange(size_, DType::Int64);
+        const Tensor lane_keys = random::fold_in_each(broadcast_to(k, {size_}), examples);
         it->second.key = add_hidden_input(depth_, {Shape{}, DType::Int64});
         hidden_.push_back({lane_keys, true});
       }
@@ -144,8 +152,26 @@ class VmapState : public Frame {
   size_t depth_;
   Randomness randomness_;
   int64_t size_;
+  Tensor lanes_of_;  // the examples the lanes stand for (LaneExamples), or 0 .. size-1
   std::map<const void*, Tensor> vars_;
   std::map<const void*, Lane> lanes_;
+};
+
+// ---- a vmap over Ragged arguments ---------------------------------------------------------------
+
+class RaggedCallState : public Frame {
+ public:
+  Tensor read(const std::shared_ptr<VariableState>& var, size_t below) override {
+    return read_in(var, below);
+  }
+  Tensor next_key(const std::shared_ptr<GeneratorState>& gen, size_t below) override {
+    auto [it, fresh] = keys_.try_emplace(gen.get());
+    if (fresh) it->second = key_in(gen, below);
+    return it->second;
+  }
+
+ private:
+  std::map<const void*, Tensor> keys_;
 };
 
 // ---- grad over Variables ----------------------------------------------------------------------
@@ -252,6 +278,14 @@ VariableOverride::VariableOverride(const std::vector<std::shared_ptr<VariableSta
   push(frame_.get());
 }
 VariableOverride::~VariableOverride() { pop(frame_.get()); }
+
+LaneExamples::LaneExamples(Tensor lanes) { pending_lanes = std::move(lanes); }
+LaneExamples::~LaneExamples() { pending_lanes = Tensor(); }
+
+RaggedCallFrame::RaggedCallFrame() : frame_(std::make_unique<RaggedCallState>()) {
+  push(frame_.get());
+}
+RaggedCallFrame::~RaggedCallFrame() { pop(frame_.get()); }
 
 LoopBodyFrame::LoopBodyFrame(const char* loop) : frame_(std::make_unique<LoopBodyState>(loop)) {
   push(frame_.get());

@@ -99,6 +99,7 @@ struct PadPlan {
   std::shared_ptr<const Entry> entry;
   Symbols symbols;
   std::vector<const Ragged*> raggeds;
+  std::vector<VmapFrame::Hidden> hidden;  // this call's Generator keys (trace A's hidden inputs)
   int64_t size = 0;
 };
 
@@ -106,7 +107,8 @@ std::shared_ptr<PadCache> make_pad_cache() { return std::make_shared<PadCache>()
 
 namespace {
 
-std::shared_ptr<const Entry> build_entry(Graph a, const TraceAt& trace_at,
+std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::Hidden>& hidden,
+                                         const TraceAt& trace_at,
                                          const std::vector<TensorType>& types_a,
                                          const std::vector<Tensor>& leaves,
                                          const std::vector<const Ragged*>& raggeds,
@@ -117,7 +119,7 @@ std::shared_ptr<const Entry> build_entry(Graph a, const TraceAt& trace_at,
   try {
     for (size_t k = 0; k < s.extents.size(); ++k)
       e->probes.push_back(
-          inline_calls(trace_at(example_types(leaves, raggeds, in_axes, s, int(k)))));
+          inline_calls(trace_at(example_types(leaves, raggeds, in_axes, s, int(k))).graph));
     std::vector<const Graph*> probes;
     for (const Graph& p : e->probes) probes.push_back(&p);
     e->masked = analyze_padding(e->graph, probes, s.extents);
@@ -136,6 +138,11 @@ std::shared_ptr<const Entry> build_entry(Graph a, const TraceAt& trace_at,
     };
     std::vector<Tensor> example;
     for (const TensorType& t : types_a) example.push_back(Tensor::empty(t.shape, t.dtype));
+    for (const VmapFrame::Hidden& h : hidden) {  // a Generator's key: each lane's, or one
+      Shape shape = h.value.shape();
+      if (h.mapped) shape.erase(shape.begin());
+      example.push_back(Tensor::empty(shape, h.value.dtype()));
+    }
     for (size_t k = 0; k < n_sym; ++k) example.push_back(scalar(1, DType::Int64));
     (void)make_graph(fn)(example);
     std::vector<AxisSpec> axes;
@@ -143,6 +150,7 @@ std::shared_ptr<const Entry> build_entry(Graph a, const TraceAt& trace_at,
       axes.push_back(!leaves[i].defined() ? AxisSpec(0)
                      : in_axes[i]         ? AxisSpec(*in_axes[i])
                                           : AxisSpec(none));
+    for (const VmapFrame::Hidden& h : hidden) axes.push_back(h.mapped ? AxisSpec(0) : AxisSpec(none));
     for (size_t k = 0; k < n_sym; ++k) axes.push_back(AxisSpec(0));
     VmapOptions inner = options;
     inner.ragged = RaggedStrategy::Group;
@@ -236,9 +244,10 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
   }
   const Symbols& s = plan->symbols;
   const std::vector<TensorType> types = example_types(leaves, raggeds, in_axes, s, -1);
-  Graph a = trace_at(types);
+  TracedExample traced = trace_at(types);
+  plan->hidden = traced.hidden;
   GraphKey key;
-  key.add(a);
+  key.add(traced.graph);
   key.add(s.shortest);
   for (const std::vector<int>& axes : s.of)
     for (int sym : axes) key.add(int64_t(sym));
@@ -248,7 +257,8 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
     if (it != cache.entries.map.end()) plan->entry = it->second;
   }
   if (!plan->entry) {
-    plan->entry = build_entry(std::move(a), trace_at, types, leaves, raggeds, in_axes, s, options);
+    plan->entry = build_entry(std::move(traced.graph), plan->hidden, trace_at, types, leaves,
+                              raggeds, in_axes, s, options);
     std::lock_guard<std::mutex> lock(cache.mutex);
     cache.entries.add(key.key, plan->entry, 16);
   }
@@ -296,6 +306,7 @@ std::vector<Ragged> run_padded(const PadPlan& plan, const std::vector<Tensor>& l
   size_t r = 0;
   for (const Tensor& leaf : leaves)
     xs.push_back(leaf.defined() ? leaf : plan.raggeds[r++]->padded(0));
+  for (const VmapFrame::Hidden& h : plan.hidden) xs.push_back(h.value);
   for (const std::vector<int64_t>& n : s.lengths) xs.push_back(tensor(n));
   const std::vector<Tensor> outs = (*plan.entry->inner)(xs);
   const MaskedGraph& mg = *plan.entry->masked;
