@@ -6,9 +6,10 @@
 //     build/bench/workloads [--workload NAME]... [--threads N] [--json-only] [--quick]
 //                           [--no-loop] [--variant NAME]... [--callers N] [--dump-inputs DIR]
 //
-// --no-loop skips the loop variants; --variant runs only the named variants (for a profiler). --callers N calls each variant from N application threads
-// at once in every timed run and reports the wall time divided by N (the time per call at the
-// pair's throughput): bench/contention's concurrent-callers condition.
+// --no-loop skips the loop variants; --variant runs only the named variants (for a profiler).
+// --callers N calls each variant from N application threads at once in every timed run and reports
+// the wall time divided by N (the time per call at the pair's throughput): bench/contention's
+// concurrent-callers condition.
 //
 // --dump-inputs DIR writes the selected workloads' inputs as .npy files and a manifest (see
 // workloads/dump.h) instead of timing them: the inputs bench/peers/ reads.
@@ -78,11 +79,11 @@ struct Options {
   std::vector<std::string> names;  // empty: all
   int threads = 2;
   bool json_only = false;
-  bool quick = false;    // 3 warm-ups + 2 runs per variant, for CI smoke tests
-  std::string dump_dir;  // --dump-inputs: write the inputs here and time nothing
-  bool no_loop = false;  // --no-loop: skip the loop variants
+  bool quick = false;                 // 3 warm-ups + 2 runs per variant, for CI smoke tests
+  std::string dump_dir;               // --dump-inputs: write the inputs here and time nothing
+  bool no_loop = false;               // --no-loop: skip the loop variants
   std::vector<std::string> variants;  // --variant: only these (empty: all)
-  int callers = 1;       // --callers: application threads calling each variant at once
+  int callers = 1;                    // --callers: application threads calling each variant at once
 };
 
 struct Result {

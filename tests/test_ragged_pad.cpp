@@ -314,7 +314,8 @@ TEST(RaggedPad, RandomnessDifferentDrawsWhatTheLoopDraws) {
     gen.set_counter(3);
     auto f = [&](const Tensor& x) {
       const Tensor noise = random::normal(gen, x.shape(), kFloat64);  // padded along axis 0
-      return std::make_pair(sum(x * noise, Axes{0}), x + random::uniform(gen, {}, 0.0, 1.0, kFloat64));
+      return std::make_pair(sum(x * noise, Axes{0}),
+                            x + random::uniform(gen, {}, 0.0, 1.0, kFloat64));
     };
     VmapOptions o = with(s);
     o.randomness = Randomness::Different;

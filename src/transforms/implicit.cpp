@@ -132,8 +132,7 @@ class VmapState : public Frame {
         it->second.key = add_hidden_input(depth_, {Shape{}, DType::Int64});
         hidden_.push_back({k, false});
       } else {
-        const Tensor examples =
-            lanes_of_.defined() ? lanes_of_ : arange(size_, DType::Int64);
+        const Tensor examples = lanes_of_.defined() ? lanes_of_ : arange(size_, DType::Int64);
         const Tensor lane_keys = random::fold_in_each(broadcast_to(k, {size_}), examples);
         it->second.key = add_hidden_input(depth_, {Shape{}, DType::Int64});
         hidden_.push_back({lane_keys, true});

@@ -273,6 +273,27 @@ std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
   return mg;
 }
 
+void check_at_shortest(const MaskedGraph& mg, const Graph& shortest,
+                       const std::vector<int64_t>& lengths) {
+  // Outputs only: at extents of 0 and 1 the ops legitimately record other nodes (a sum over one
+  // element is a reshape), but what f returns must be the padded output cut to the lengths.
+  const Graph& a = *mg.graph;
+  for (size_t i = 0; i < a.outputs.size() && i < shortest.outputs.size(); ++i) {
+    const TensorType& ta = a.types[size_t(a.outputs[i])];
+    const TensorType& ts = shortest.types[size_t(shortest.outputs[i])];
+    bool same = ta.dtype == ts.dtype && ta.shape.size() == ts.shape.size();
+    for (size_t ax = 0; same && ax < ta.shape.size(); ++ax) {
+      const AxisTag& t = mg.tags[size_t(a.outputs[i])][ax];
+      same =
+          ts.shape[ax] ==
+          (t.ragged() ? std::max<int64_t>(0, lengths[size_t(t.symbol)] + t.offset) : ta.shape[ax]);
+    }
+    if (!same)
+      changes("returns a value of shape " + shape_str(ts.shape) + " at the shortest lengths, not " +
+              shape_str(ta.shape) + " cut to them (a squeeze or broadcast of an extent of 1)");
+  }
+}
+
 MaskContext::MaskContext(const MaskedGraph& g, size_t node, const std::vector<Tensor>& lengths,
                          const std::vector<int64_t>& min_lengths)
     : g_(g), node_(node), lengths_(lengths), min_lengths_(min_lengths) {}

@@ -64,6 +64,12 @@ std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
                                                    const std::vector<const Graph*>& probes,
                                                    const std::vector<int64_t>& extents);
 
+/// Checks that f traced at the shortest lengths (`shortest` per symbol) returns g's outputs cut to
+/// them: each padded axis at its shortest extent (plus its offset), the rest as in g; CannotMask
+/// when not (a squeeze or broadcast of an extent that is 1 in some example).
+void check_at_shortest(const MaskedGraph& g, const Graph& shortest,
+                       const std::vector<int64_t>& lengths);
+
 /// What a masking rule sees of its node (Primitive::mask).
 class MaskContext {
  public:

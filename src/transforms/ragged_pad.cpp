@@ -51,11 +51,13 @@ Symbols symbols_of(const std::vector<const Ragged*>& raggeds) {
   return s;
 }
 
-// The example types f is traced at: Ragged slots padded, symbol `bump` (if >= 0) one longer.
+// The example types f is traced at: Ragged slots padded, symbol `bump` (if >= 0) one longer; or
+// with `at`, every symbol at the extent `at` gives.
 std::vector<TensorType> example_types(const std::vector<Tensor>& leaves,
                                       const std::vector<const Ragged*>& raggeds,
                                       const std::vector<std::optional<int64_t>>& in_axes,
-                                      const Symbols& s, int bump) {
+                                      const Symbols& s, int bump,
+                                      const std::vector<int64_t>* at = nullptr) {
   std::vector<TensorType> types;
   size_t r = 0;
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -64,7 +66,8 @@ std::vector<TensorType> example_types(const std::vector<Tensor>& leaves,
       Shape shape = rg[0].shape();
       for (size_t a = 0; a < shape.size(); ++a) {
         const int sym = s.of[r][a];
-        if (sym >= 0) shape[a] = s.extents[size_t(sym)] + (sym == bump ? 1 : 0);
+        if (sym >= 0)
+          shape[a] = at ? (*at)[size_t(sym)] : s.extents[size_t(sym)] + (sym == bump ? 1 : 0);
       }
       types.push_back({shape, rg[0].dtype()});
       ++r;
@@ -117,12 +120,27 @@ std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::H
   auto e = std::make_shared<Entry>();
   e->graph = inline_calls(std::move(a));
   try {
+    // Probes: a trace that fails at a shape no example has means f cannot be padded.
+    auto probe = [&](const std::vector<TensorType>& types) {
+      try {
+        return inline_calls(trace_at(types).graph);
+      } catch (const CannotMask&) {
+        throw;
+      } catch (const Error& err) {
+        throw CannotMask(std::string("f fails at another extent: ") + err.what());
+      }
+    };
     for (size_t k = 0; k < s.extents.size(); ++k)
-      e->probes.push_back(
-          inline_calls(trace_at(example_types(leaves, raggeds, in_axes, s, int(k))).graph));
+      e->probes.push_back(probe(example_types(leaves, raggeds, in_axes, s, int(k))));
     std::vector<const Graph*> probes;
     for (const Graph& p : e->probes) probes.push_back(&p);
     e->masked = analyze_padding(e->graph, probes, s.extents);
+    // Extents of 1 broadcast and squeeze: f traced at the shortest lengths must record the same
+    // graph, each padded axis at its shortest extent.
+    if (std::any_of(s.shortest.begin(), s.shortest.end(), [](int64_t n) { return n <= 1; })) {
+      const Graph shortest = probe(example_types(leaves, raggeds, in_axes, s, -1, &s.shortest));
+      check_at_shortest(*e->masked, shortest, s.shortest);
+    }
     // The masking rules run while the masked function is traced: trace it once here, so that a
     // primitive without a rule is found now (and Auto can still group).
     const size_t n_in = e->graph.num_explicit_inputs(), n_sym = s.extents.size();
@@ -150,7 +168,8 @@ std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::H
       axes.push_back(!leaves[i].defined() ? AxisSpec(0)
                      : in_axes[i]         ? AxisSpec(*in_axes[i])
                                           : AxisSpec(none));
-    for (const VmapFrame::Hidden& h : hidden) axes.push_back(h.mapped ? AxisSpec(0) : AxisSpec(none));
+    for (const VmapFrame::Hidden& h : hidden)
+      axes.push_back(h.mapped ? AxisSpec(0) : AxisSpec(none));
     for (size_t k = 0; k < n_sym; ++k) axes.push_back(AxisSpec(0));
     VmapOptions inner = options;
     inner.ragged = RaggedStrategy::Group;
@@ -170,7 +189,7 @@ std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::H
 // Fitted on this machine's ragged_lstm and ragged_attention rows (bench/README.md): a unit is
 // about 45 ps of a padded run, a node run's dispatch about 1.3 us on small batches, tracing and
 // keying a node about 1 us.
-constexpr double kMultiplyAdd = 0.125;    // a GEMM's multiply-add against an elementwise op
+constexpr double kMultiplyAdd = 0.125;   // a GEMM's multiply-add against an elementwise op
 constexpr double kNodeOverhead = 30000;  // per node run
 constexpr double kTraceCost = 20000;     // per node traced, once per call
 
