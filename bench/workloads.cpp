@@ -71,6 +71,7 @@ const std::vector<Workload>& all_workloads() {
       {"dropout_draws", dropout_draws},
       {"ragged_lstm", ragged_lstm},
       {"ragged_attention", ragged_attention},
+      {"ragged_attention_uniform", ragged_attention_uniform},
   };
   return all;
 }

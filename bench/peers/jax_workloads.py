@@ -651,6 +651,12 @@ def ragged_attention(inputs: dict[str, np.ndarray], params: dict[str, float]) ->
     return ragged_variants(f, masked, p, inputs["x"], inputs["lengths"], unused)
 
 
+@workload
+def ragged_attention_uniform(inputs: dict[str, np.ndarray], params: dict[str, float]) -> Cells:
+    """ragged_attention with every sequence of one length (64)."""
+    return ragged_attention(inputs, params)
+
+
 def main():
     from importlib.metadata import version
     versions = {"jax": jax.__version__, "jaxlib": version("jaxlib"), "numpy": np.__version__}

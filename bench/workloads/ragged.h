@@ -23,10 +23,14 @@ inline std::vector<int64_t> skewed_lengths(int64_t batch) {
   return n;
 }
 
-/// B sequences of `width` features with the skewed lengths: the Ragged, packed (sum L, width).
+/// B sequences of `width` features with the skewed lengths (or all of length `uniform`): the
+/// Ragged, packed (sum L, width).
 inline lanes::Ragged ragged_sequences(uint64_t seed, int64_t batch, int64_t width,
-                                      Tensor* packed_out, Tensor* lengths_out) {
-  const std::vector<int64_t> n = skewed_lengths(quick_mode() ? batch / 8 : batch);
+                                      Tensor* packed_out, Tensor* lengths_out,
+                                      int64_t uniform = 0) {
+  const int64_t b = quick_mode() ? batch / 8 : batch;
+  const std::vector<int64_t> n =
+      uniform ? std::vector<int64_t>(size_t(b), uniform) : skewed_lengths(b);
   int64_t total = 0;
   for (int64_t k : n) total += k;
   *packed_out = normal(seed, {total, width});
@@ -182,10 +186,12 @@ inline Tensor attention_pool(const Attention& p, const Tensor& x, const Tensor& 
   return lanes::sum(out * rows, lanes::Axes{0}) / lanes::sum(rows);
 }
 
-inline std::vector<Variant> ragged_attention() {
+/// ragged_attention, or with every sequence of one length (ragged_attention_uniform: Auto must
+/// cost nothing over the ordinary vmap there).
+inline std::vector<Variant> attention_rows(int64_t uniform) {
   const int64_t batch = 256, d = 64;
   Tensor packed, lengths;
-  const lanes::Ragged xs = ragged_sequences(320, batch, d, &packed, &lengths);
+  const lanes::Ragged xs = ragged_sequences(320, batch, d, &packed, &lengths, uniform);
   const double s = 1 / std::sqrt(double(d));
   const Attention p{normal(321, {d, d}, s), normal(322, {d, d}, s), normal(323, {d, d}, s)};
   const Tensor unused = lanes::zeros({xs.size()});
@@ -200,5 +206,8 @@ inline std::vector<Variant> ragged_attention() {
   variants.push_back(manual_padded(masked, p, xs, unused));
   return variants;
 }
+
+inline std::vector<Variant> ragged_attention() { return attention_rows(0); }
+inline std::vector<Variant> ragged_attention_uniform() { return attention_rows(64); }
 
 }  // namespace workloads

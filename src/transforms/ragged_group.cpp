@@ -60,6 +60,10 @@ std::vector<Tensor> group_leaves(const std::vector<Tensor>& leaves,
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!leaves[i].defined()) {
       const Ragged& r = *raggeds[next_ragged++];
+      if (int64_t(members.size()) == r.size()) {  // one group of all: the Ragged's kept stack
+        out.push_back(r.padded(0));
+        continue;
+      }
       std::vector<Tensor> examples;
       for (int64_t m : members) examples.push_back(r[m]);
       out.push_back(stack(examples, 0));

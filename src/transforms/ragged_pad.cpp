@@ -289,6 +289,10 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
     return nullptr;
   }
   if (must && !explaining()) return plan;
+  if (s.extents.empty()) {  // one shape: the ordinary vmap over the stacked examples, nothing masked
+    if (explaining()) note_ragged("pad: every example has one shape (nothing to mask)");
+    return plan;
+  }
   // Auto: the padded run against the groups' runs, in the same units.
   const double nodes = double(node_count(*e.masked));
   const Cost padded = run_cost(*e.masked, std::vector<double>(s.extents.begin(), s.extents.end()),
