@@ -338,3 +338,36 @@ TEST(RaggedPad, RandomnessDifferentDrawsWhatTheLoopDraws) {
   pad.randomness = Randomness::Different;
   expect_error([&] { (void)vmap(columns, 0, 0, pad)(xs); }, {"Pad cannot run", "random_uniform"});
 }
+
+TEST(RaggedPad, AutoPadsWithinBucketsOfLengths) {
+  // Many lengths over a wide range and quadratic work in the length: one padded call would be
+  // mostly padding and a call per length mostly overhead, so Auto pads within buckets.
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < 64; ++i) lengths.push_back(2 + (i * i * 7) % 197);
+  const Ragged xs = sequences(lengths, 32, 100);
+  const Tensor w = example({32, 32}, 101) * 0.2;
+  auto f = [&](const Tensor& x) {
+    const Tensor q = matmul(x, w);
+    return mean(matmul(softmax(matmul(q, transpose(x)), -1), x), Axes{0});
+  };
+  const Explanation e = explain(vmap(f), xs);
+  EXPECT_NE(e.ragged.find("buckets: "), std::string::npos) << e.ragged;
+  const Tensor got = vmap(f)(xs);
+  for (int64_t i = 0; i < xs.size(); ++i) expect_close(got[i], f(xs[i]));
+  // Lane i still draws what example i draws, in its bucket.
+  random::Generator gen(31);
+  auto noisy = [&](const Tensor& x) {
+    return f(x) + sum(x * random::normal(gen, x.shape(), kFloat64), Axes{0});
+  };
+  VmapOptions o;
+  o.randomness = Randomness::Different;
+  const Explanation en = explain(vmap(noisy, 0, 0, o), xs);
+  EXPECT_NE(en.ragged.find("buckets: "), std::string::npos) << en.ragged;
+  const Tensor drawn = vmap(noisy, 0, 0, o)(xs);
+  const random::Key k = random::fold_in(random::key(31), 1);  // the explain call drew key 0
+  for (int64_t i = 0; i < xs.size(); ++i) {
+    const random::Generator lane = random::Generator::from_key(random::fold_in(k, uint64_t(i)));
+    expect_close(drawn[i],
+                 f(xs[i]) + sum(xs[i] * random::normal(lane, xs[i].shape(), kFloat64), Axes{0}));
+  }
+}

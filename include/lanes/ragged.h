@@ -239,7 +239,10 @@ struct PadCache;  // what Pad traced and found, per padded signature (src/transf
 struct PadPlan;   // one call's choice and inputs
 std::shared_ptr<PadCache> make_pad_cache();
 struct TracedExample;  // f's example graph and the hidden arguments its trace made (vmap.h)
-using TraceAt = std::function<TracedExample(const std::vector<TensorType>&)>;
+/// Traces f's example at these leaf types, for a batch whose lanes are these examples (their
+/// indices draw the lanes' random keys).
+using TraceAt =
+    std::function<TracedExample(const std::vector<TensorType>&, const std::vector<int64_t>&)>;
 
 /// Pad's plan for one call: null when the strategy is Auto and Group is estimated faster (or
 /// Pad cannot mask f). `trace_at` traces f's example at the given leaf types (Ragged slots at
@@ -249,11 +252,16 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
                                            const std::vector<const Ragged*>& raggeds,
                                            const std::vector<Tensor>& leaves,
                                            const std::vector<std::optional<int64_t>>& in_axes,
-                                           size_t num_groups, const VmapOptions& options);
+                                           size_t num_groups, const VmapOptions& options,
+                                           std::vector<int64_t> lanes = {});
 
-/// Runs the plan: one Ragged per output leaf (axis: each output's batch axis).
-std::vector<Ragged> run_padded(const PadPlan& plan, const std::vector<Tensor>& leaves,
-                               const std::vector<std::optional<int64_t>>& out_axes);
+/// Runs the plan: one Ragged per output leaf (axis: each output's batch axis). A bucketed plan
+/// makes one padded call per bucket (through the cache and trace_at again).
+std::vector<Ragged> run_padded(PadCache& cache, const TraceAt& trace_at, const PadPlan& plan,
+                               const std::vector<Tensor>& leaves,
+                               const std::vector<std::optional<int64_t>>& in_axes,
+                               const std::vector<std::optional<int64_t>>& out_axes,
+                               const VmapOptions& options);
 
 }  // namespace detail
 }  // namespace lanes

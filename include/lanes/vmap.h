@@ -372,10 +372,12 @@ class Vmapped {
       return out;
     };
     if (opt_.ragged != RaggedStrategy::Group) {
-      const detail::TraceAt trace_at = [&](const std::vector<TensorType>& types) {
+      const detail::TraceAt trace_at = [&](const std::vector<TensorType>& types,
+                                           const std::vector<int64_t>& lanes) {
         Out out{};
         detail::TracedExample t;
-        detail::VmapFrame frame(opt_.randomness, size);  // draws become hidden inputs
+        detail::LaneExamples ids(tensor(lanes));
+        detail::VmapFrame frame(opt_.randomness, int64_t(lanes.size()));  // draws: hidden inputs
         t.graph = std::apply(
             [&](const auto&... s) { return detail::trace<F>(f_, &out, types, s...); }, slots);
         t.hidden = frame.hidden();
@@ -386,8 +388,10 @@ class Vmapped {
           detail::plan_padded(*pad_cache_, trace_at, raggeds, leaves, in, groups.size(), opt_);
       if (plan) {
         size_t pos = 0;
-        return detail::ragged_rebuild(*like, detail::run_padded(*plan, leaves, out_axes_of(*like)),
-                                      pos);
+        return detail::ragged_rebuild(
+            *like,
+            detail::run_padded(*pad_cache_, trace_at, *plan, leaves, in, out_axes_of(*like), opt_),
+            pos);
       }
     }
     std::vector<std::vector<Tensor>> outputs;

@@ -3,6 +3,7 @@
 // ragged symbols of a call, the per-signature cache, the cost estimates, and the run itself (one
 // ordinary vmap of the masked graph over the padded leaves and the lanes' lengths).
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -104,6 +105,8 @@ struct PadPlan {
   std::vector<const Ragged*> raggeds;
   std::vector<VmapFrame::Hidden> hidden;  // this call's Generator keys (trace A's hidden inputs)
   int64_t size = 0;
+  // Non-empty: pad within each of these buckets of examples (one padded call per bucket).
+  std::vector<std::vector<int64_t>> buckets;
 };
 
 std::shared_ptr<PadCache> make_pad_cache() { return std::make_shared<PadCache>(); }
@@ -111,7 +114,7 @@ std::shared_ptr<PadCache> make_pad_cache() { return std::make_shared<PadCache>()
 namespace {
 
 std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::Hidden>& hidden,
-                                         const TraceAt& trace_at,
+                                         const TraceAt& trace_at, const std::vector<int64_t>& lanes,
                                          const std::vector<TensorType>& types_a,
                                          const std::vector<Tensor>& leaves,
                                          const std::vector<const Ragged*>& raggeds,
@@ -123,7 +126,7 @@ std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::H
     // Probes: a trace that fails at a shape no example has means f cannot be padded.
     auto probe = [&](const std::vector<TensorType>& types) {
       try {
-        return inline_calls(trace_at(types).graph);
+        return inline_calls(trace_at(types, lanes).graph);
       } catch (const CannotMask&) {
         throw;
       } catch (const Error& err) {
@@ -247,11 +250,52 @@ size_t node_count(const MaskedGraph& mg) {
 
 }  // namespace
 
+namespace {
+
+// The examples in buckets of lengths within `ratio` of each bucket's shortest (one symbol),
+// shortest first; each bucket in example order.
+std::vector<std::vector<int64_t>> buckets_of(const std::vector<int64_t>& lengths, double ratio) {
+  std::vector<int64_t> order(lengths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return lengths[size_t(a)] < lengths[size_t(b)]; });
+  std::vector<std::vector<int64_t>> out;
+  double limit = -1;
+  for (int64_t i : order) {
+    const int64_t n = lengths[size_t(i)];
+    if (out.empty() || double(n) > limit) {
+      out.emplace_back();
+      limit = ratio * double(std::max<int64_t>(n, 1));
+    }
+    out.back().push_back(i);
+  }
+  for (std::vector<int64_t>& b : out) std::sort(b.begin(), b.end());
+  return out;
+}
+
+// A padded call per bucket: each pays its traces, and pads to its own longest.
+double buckets_cost(const MaskedGraph& mg, const std::vector<std::vector<int64_t>>& buckets,
+                    const std::vector<int64_t>& lengths, double* work) {
+  const double nodes = double(node_count(mg));
+  double total = 0;
+  for (const std::vector<int64_t>& b : buckets) {
+    int64_t longest = 0;
+    for (int64_t i : b) longest = std::max(longest, lengths[size_t(i)]);
+    const Cost c = run_cost(mg, {double(longest)}, double(b.size()));
+    total += c.total() + 2 * kTraceCost * nodes;
+    *work += c.work;
+  }
+  return total;
+}
+
+}  // namespace
+
 std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace_at,
                                            const std::vector<const Ragged*>& raggeds,
                                            const std::vector<Tensor>& leaves,
                                            const std::vector<std::optional<int64_t>>& in_axes,
-                                           size_t num_groups, const VmapOptions& options) {
+                                           size_t num_groups, const VmapOptions& options,
+                                           std::vector<int64_t> lanes) {
   const bool must = options.ragged == RaggedStrategy::Pad;
   auto plan = std::make_shared<PadPlan>();
   plan->symbols = symbols_of(raggeds);
@@ -263,7 +307,9 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
   }
   const Symbols& s = plan->symbols;
   const std::vector<TensorType> types = example_types(leaves, raggeds, in_axes, s, -1);
-  TracedExample traced = trace_at(types);
+  if (lanes.empty())
+    for (int64_t i = 0; i < plan->size; ++i) lanes.push_back(i);
+  TracedExample traced = trace_at(types, lanes);
   plan->hidden = traced.hidden;
   GraphKey key;
   key.add(traced.graph);
@@ -276,10 +322,10 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
     if (it != cache.entries.map.end()) plan->entry = it->second;
   }
   if (!plan->entry) {
-    plan->entry = build_entry(std::move(traced.graph), plan->hidden, trace_at, types, leaves,
+    plan->entry = build_entry(std::move(traced.graph), plan->hidden, trace_at, lanes, types, leaves,
                               raggeds, in_axes, s, options);
     std::lock_guard<std::mutex> lock(cache.mutex);
-    cache.entries.add(key.key, plan->entry, 16);
+    cache.entries.add(key.key, plan->entry, 64);
   }
   const Entry& e = *plan->entry;
   if (!e.cannot.empty()) {
@@ -289,7 +335,8 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
     return nullptr;
   }
   if (must && !explaining()) return plan;
-  if (s.extents.empty()) {  // one shape: the ordinary vmap over the stacked examples, nothing masked
+  if (s.extents
+          .empty()) {  // one shape: the ordinary vmap over the stacked examples, nothing masked
     if (explaining()) note_ragged("pad: every example has one shape (nothing to mask)");
     return plan;
   }
@@ -310,20 +357,88 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
     group_cost += c.total();
     real += c.work;
   }
-  const bool pad = must || pad_cost <= group_cost;
+  // Buckets of lengths within a ratio (one ragged length only): fewer calls than groups, less
+  // padding than one call. The best ratio by estimate.
+  double bucket_cost = std::numeric_limits<double>::infinity(), bucket_work = 0, ratio = 0;
+  if (!must && s.lengths.size() == 1)
+    for (double r : {1.15, 1.3, 1.5, 2.0, 3.0}) {
+      std::vector<std::vector<int64_t>> b = buckets_of(s.lengths[0], r);
+      if (b.size() < 2 || b.size() >= num_groups) continue;
+      double w = 0;
+      const double c = buckets_cost(*e.masked, b, s.lengths[0], &w);
+      if (c < bucket_cost) {
+        bucket_cost = c, bucket_work = w, ratio = r;
+        plan->buckets = std::move(b);
+      }
+    }
+  const bool bucketed = !plan->buckets.empty() && bucket_cost < std::min(pad_cost, group_cost);
+  if (!bucketed) plan->buckets.clear();
+  const bool pad = must || bucketed || pad_cost <= group_cost;
   if (explaining()) {
+    auto share = [&](double w) { return int(100 * std::max(0.0, 1 - real / std::max(w, 1.0))); };
     std::ostringstream os;
-    os << (pad ? "pad" : "group") << ": " << num_groups << " distinct shapes, padding "
-       << int(100 * std::max(0.0, 1 - real / std::max(padded.work, 1.0)))
-       << "% of the padded work; estimated cost pad " << pad_cost << ", group " << group_cost
-       << (must ? " (Pad asked for)" : "");
+    if (bucketed)
+      os << "buckets: " << plan->buckets.size() << " padded calls over lengths within " << ratio
+         << "x, padding " << share(bucket_work) << "% of their work; ";
+    else
+      os << (pad ? "pad" : "group") << ": ";
+    os << num_groups << " distinct shapes, padding " << share(padded.work)
+       << "% of the padded work; estimated cost pad " << pad_cost << ", group " << group_cost;
+    if (ratio > 0) os << ", buckets " << bucket_cost;
+    os << (must ? " (Pad asked for)" : "");
     note_ragged(os.str());
   }
   return pad ? plan : nullptr;
 }
 
-std::vector<Ragged> run_padded(const PadPlan& plan, const std::vector<Tensor>& leaves,
-                               const std::vector<std::optional<int64_t>>& out_axes) {
+namespace {
+
+// One padded call per bucket, the examples put back in order.
+std::vector<Ragged> run_buckets(PadCache& cache, const TraceAt& trace_at, const PadPlan& plan,
+                                const std::vector<Tensor>& leaves,
+                                const std::vector<std::optional<int64_t>>& in_axes,
+                                const std::vector<std::optional<int64_t>>& out_axes,
+                                const VmapOptions& options) {
+  VmapOptions pad = options;
+  pad.ragged = RaggedStrategy::Pad;
+  std::vector<std::vector<Tensor>> examples;  // per output leaf, per example
+  for (const std::vector<int64_t>& members : plan.buckets) {
+    std::vector<Ragged> parts;
+    for (const Ragged* r : plan.raggeds) {
+      std::vector<Tensor> picked;
+      for (int64_t m : members) picked.push_back((*r)[m]);
+      parts.emplace_back(std::move(picked));
+    }
+    std::vector<const Ragged*> part_ptrs;
+    for (const Ragged& r : parts) part_ptrs.push_back(&r);
+    std::vector<Tensor> part_leaves;
+    for (size_t i = 0; i < leaves.size(); ++i)
+      part_leaves.push_back(leaves[i].defined() && in_axes[i]
+                                ? take(leaves[i], tensor(members), *in_axes[i])
+                                : leaves[i]);
+    const auto part =
+        plan_padded(cache, trace_at, part_ptrs, part_leaves, in_axes, 0, pad, members);
+    const std::vector<Ragged> outs =
+        run_padded(cache, trace_at, *part, part_leaves, in_axes, out_axes, pad);
+    examples.resize(outs.size(), std::vector<Tensor>(size_t(plan.size)));
+    for (size_t j = 0; j < outs.size(); ++j)
+      for (size_t k = 0; k < members.size(); ++k)
+        examples[j][size_t(members[k])] = outs[j][int64_t(k)];
+  }
+  std::vector<Ragged> result;
+  for (std::vector<Tensor>& e : examples) result.emplace_back(std::move(e));
+  return result;
+}
+
+}  // namespace
+
+std::vector<Ragged> run_padded(PadCache& cache, const TraceAt& trace_at, const PadPlan& plan,
+                               const std::vector<Tensor>& leaves,
+                               const std::vector<std::optional<int64_t>>& in_axes,
+                               const std::vector<std::optional<int64_t>>& out_axes,
+                               const VmapOptions& options) {
+  if (!plan.buckets.empty())
+    return run_buckets(cache, trace_at, plan, leaves, in_axes, out_axes, options);
   const Symbols& s = plan.symbols;
   std::vector<Tensor> xs;
   size_t r = 0;
