@@ -16,9 +16,9 @@
 // every primitive that combines values along a padded axis masking the padding out (reductions
 // fill it with their identity, products contracting over it zero it, scans along it stop at each
 // lane's length, gathers clamp to it: src/transforms/masking.h); f must not read an extent as a
-// number beyond a count (mean), or Pad reports why. Auto picks by estimated cost: Pad when every
-// primitive masks and the padding wastes less than the groups' overheads would (many distinct
-// lengths, modest padding), Group otherwise. lanes::explain says which and why.
+// number beyond a count (mean), or Pad reports why. Auto picks by estimated cost among Group, Pad,
+// and (one ragged length) Pad within buckets of similar lengths, one padded call per bucket;
+// lanes::explain says which and why.
 //
 // Ragged leaves may sit in std::tuple, std::pair, std::vector, std::array and std::map arguments
 // (not in LANES_TREE structs, whose per-example type would be another struct).
@@ -79,7 +79,7 @@ class Ragged {
 
 /// How vmap runs over Ragged arguments (VmapOptions::ragged).
 enum class RaggedStrategy {
-  Auto,   // Pad or Group, by estimated cost
+  Auto,   // Group, Pad, or Pad within buckets of similar lengths, by estimated cost
   Group,  // the examples of each distinct shape as one batched call, results put back in order
   Pad,    // one call over the padded examples, the padding masked
 };
