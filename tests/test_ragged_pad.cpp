@@ -108,7 +108,7 @@ TEST(RaggedPad, SlicesKeepTheirOffsetFromTheEnd) {
   // ... and one the shortest lane does not: Pad says so, Auto groups.
   auto first3 = [](const Tensor& x) { return sum(slice_axis(x, 0, 0, 3)); };
   expect_error([&] { (void)vmap(first3, 0, 0, with(RaggedStrategy::Pad))(xs); },
-               {"Pad cannot run", "slice", "past a lane's length 2"});
+               {"Pad cannot run", "shape (2, 2) at shorter lengths"});
   const Ragged long_enough = sequences({5, 4, 7, 3, 6}, 2, 6);
   expect_loop(first3, long_enough);
 }
@@ -369,5 +369,94 @@ TEST(RaggedPad, AutoPadsWithinBucketsOfLengths) {
     const random::Generator lane = random::Generator::from_key(random::fold_in(k, uint64_t(i)));
     expect_close(drawn[i],
                  f(xs[i]) + sum(xs[i] * random::normal(lane, xs[i].shape(), kFloat64), Axes{0}));
+  }
+}
+
+// Functions that depend on the extent in ways probing at n and n + 1 alone would miss, and
+// padded rows that must not reach valid ones (found in review): Auto equals the loop, and Pad
+// equals it or refuses with a reason, never a wrong answer.
+template <class F>
+void expect_loop_or_refusal(const F& f, const Ragged& xs) {
+  const Ragged got = vmap(f)(xs);
+  for (int64_t i = 0; i < xs.size(); ++i) expect_close(got[i], f(xs[i]));
+  try {
+    const Ragged padded = vmap(f, 0, 0, with(RaggedStrategy::Pad))(xs);
+    for (int64_t i = 0; i < xs.size(); ++i) expect_close(padded[i], f(xs[i]));
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Pad cannot run"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RaggedPad, ExtentsReadOtherwiseThanAsACount) {
+  const Ragged wide = sequences({5, 101, 40}, 2, 110), eight = sequences({4, 8, 6}, 2, 111);
+  const Ragged seven = sequences({4, 7, 5}, 2, 112), short_long = sequences({3, 8, 6}, 2, 113);
+  // An unbiased variance: 1 / (n - 1) is neither k * n nor k / n.
+  auto variance = [](const Tensor& x) {
+    const Tensor d = x - mean(x, Axes{0});
+    return sum(d * d, Axes{0}) * (1.0 / double(x.shape(0) - 1));
+  };
+  expect_loop_or_refusal(variance, wide);
+  auto steps = [](const Tensor& x) {  // mean of the differences: a count of n - 1
+    return mean(slice_axis(x, 0, 1, x.shape(0)) - slice_axis(x, 0, 0, x.shape(0) - 1), Axes{0});
+  };
+  expect_loop_or_refusal(steps, sequences({10, 1001, 30}, 2, 114));
+  auto half = [](const Tensor& x) { return sum(slice_axis(x, 0, 0, x.shape(0) / 2), Axes{0}); };
+  expect_loop_or_refusal(half, eight);
+  expect_loop_or_refusal(half, seven);
+  auto branch = [](const Tensor& x) { return x.shape(0) >= 5 ? sum(x, Axes{0}) : max(x, Axes{0}); };
+  expect_loop_or_refusal(branch, short_long);
+  // A scan of an explicit length n, with nothing padded to scan.
+  auto decay = [](const Tensor& x) {
+    ScanOptions o;
+    o.length = x.shape(0);
+    auto step = [](const Tensor& c, const std::tuple<>&) {
+      return std::make_pair(c * 0.5, std::tuple<>{});
+    };
+    return scan(step, sum(x, Axes{0}), std::tuple<>{}, o).first;
+  };
+  expect_loop_or_refusal(decay, short_long);
+}
+
+TEST(RaggedPad, PaddedRowsNeverReachValidOnes) {
+  // A histogram of each example's labels: padded labels (0) must not count.
+  std::vector<Tensor> labels;
+  for (int64_t n : {2, 5, 3}) labels.push_back(tensor(std::vector<int64_t>(size_t(n), 1)) * 0 + n);
+  const Ragged ls(labels);
+  auto histogram = [](const Tensor& l) {
+    return scatter_add(zeros({6}, kFloat64), l, ones({l.shape(0)}, kFloat64));
+  };
+  expect_loop_or_refusal(histogram, ls);
+  // Negative indices count from each example's own end.
+  const Ragged xs = sequences({3, 5, 4}, 2, 120);
+  auto last = [](const Tensor& x) { return take(x, tensor(std::vector<int64_t>{-1}), 0); };
+  expect_loop_or_refusal(last, xs);
+  // Per-example gradients of an embedding: the cotangent broadcast into the padding must not
+  // land on row 0 of E.
+  const Tensor table = example({6, 3}, 121);
+  std::vector<Tensor> tokens;
+  for (int64_t n : {2, 5, 3}) {
+    std::vector<int64_t> t;
+    for (int64_t i = 0; i < n; ++i) t.push_back(1 + (i * 2 + n) % 5);
+    tokens.push_back(tensor(t));
+  }
+  const Ragged ts(tokens);
+  auto embed_grad = [&](const Tensor& tok) {
+    return grad([&](const Tensor& e) { return sum(tanh(take(e, tok, 0))); })(table);
+  };
+  expect_loop_or_refusal(embed_grad, ts);
+  // Bounds that are an extent: a bootstrap resample of each example.
+  random::Generator gen(5);
+  auto resample = [&](const Tensor& x) {
+    return mean(take(x, random::randint(gen, {x.shape(0)}, 0, x.shape(0)), 0), Axes{0});
+  };
+  VmapOptions o;
+  o.randomness = Randomness::Different;
+  const Tensor got = vmap(resample, 0, 0, o)(xs);
+  const random::Key k = random::fold_in(random::key(5), 0);
+  for (int64_t i = 0; i < xs.size(); ++i) {
+    const random::Generator lane = random::Generator::from_key(random::fold_in(k, uint64_t(i)));
+    expect_close(
+        got[i],
+        mean(take(xs[i], random::randint(lane, {xs[i].shape(0)}, 0, xs[i].shape(0)), 0), Axes{0}));
   }
 }

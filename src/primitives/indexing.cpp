@@ -1,5 +1,7 @@
 #include "primitives/indexing.h"
 
+#include <algorithm>
+
 #include "kernels/indexing.h"
 #include "lanes/ops.h"
 #include "primitives/util.h"
@@ -137,13 +139,22 @@ std::vector<Batched> ScatterAdd::batch(const std::vector<Batched>& in, int64_t s
   return {{bind1(std::make_shared<const ScatterAdd>(axis_ + 1, batch_dims_ + 1), xs), 0}};
 }
 
-// Masking (Pad): indices into a padded axis are clamped to each lane's valid extent.
+// Masking (Pad): indices into a padded axis count from each lane's own end when negative and
+// are clamped to its valid extent. A scatter's padded updates (rows of the update that only
+// padding produced: a gradient's cotangent broadcast into the padding, a histogram's padded
+// labels) must not reach valid positions: scatter_add zeroes them, and an overwriting scatter
+// whose updates are padded has no rule.
 namespace {
 Tensor clamp_to_valid(const Tensor& indices, const detail::AxisTag& tag,
                       const detail::MaskContext& ctx) {
   if (!tag.ragged()) return indices;
-  const Tensor last = cast(ctx.valid(tag) - int64_t(1), indices.dtype());
-  return minimum(maximum(indices, 0), last);
+  const Tensor n = cast(ctx.valid(tag), indices.dtype());
+  const Tensor from_end = where(less(indices, scalar(0, indices.dtype())), indices + n, indices);
+  return minimum(maximum(from_end, 0), n - 1);
+}
+
+bool any_ragged(const detail::Tags& tags) {
+  return std::any_of(tags.begin(), tags.end(), [](const detail::AxisTag& t) { return t.ragged(); });
 }
 }  // namespace
 
@@ -153,10 +164,15 @@ std::vector<Tensor> Gather::mask(const std::vector<Tensor>& in,
 }
 std::vector<Tensor> ScatterAdd::mask(const std::vector<Tensor>& in,
                                      const detail::MaskContext& ctx) const {
-  return ctx.rebind({in[0], clamp_to_valid(in[1], ctx.in(0)[size_t(axis_)], ctx), in[2]});
+  std::vector<int64_t> all(size_t(in[2].ndim()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = int64_t(i);
+  return ctx.rebind({in[0], clamp_to_valid(in[1], ctx.in(0)[size_t(axis_)], ctx),
+                     ctx.fill_padding(in[2], ctx.in(2), all, 0.0)});
 }
 std::vector<Tensor> Scatter::mask(const std::vector<Tensor>& in,
                                   const detail::MaskContext& ctx) const {
+  if (any_ragged(ctx.in(1)) || any_ragged(ctx.in(2)))
+    ctx.no_rule("padded updates would overwrite valid positions");
   std::vector<Tensor> args = in;
   args[1] = clamp_to_valid(in[1], ctx.in(0)[size_t(axis_)], ctx);
   return ctx.rebind(args);

@@ -215,6 +215,14 @@ std::vector<Tensor> RandomUniform::mask(const std::vector<Tensor>& in,
                                         const detail::MaskContext& ctx) const {
   return mask_draw(in, ctx);
 }
+std::vector<Tensor> RandomInt::mask(const std::vector<Tensor>& in,
+                                    const detail::MaskContext& ctx) const {
+  for (int k = 0; k < int(ctx.lengths().size()); ++k) {
+    const auto& probe = static_cast<const RandomInt&>(ctx.probe(k));
+    if (probe.lo() != lo_ || probe.hi() != hi_) ctx.no_rule("its bounds are an extent");
+  }
+  return mask_draw(in, ctx);
+}
 std::vector<Tensor> RandomDraw::mask(const std::vector<Tensor>& in,
                                      const detail::MaskContext& ctx) const {
   return mask_draw(in, ctx);

@@ -110,6 +110,10 @@ class RandomInt : public RandomDraw {
   RandomInt(Shape shape, int64_t lo, int64_t hi, DType dtype)
       : RandomDraw(std::move(shape), dtype), lo_(lo), hi_(hi) {}
   std::string name() const override { return "random_int"; }
+  std::vector<Tensor> mask(const std::vector<Tensor>& in,
+                           const detail::MaskContext& ctx) const override;
+  int64_t lo() const { return lo_; }
+  int64_t hi() const { return hi_; }
   std::string params() const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
 

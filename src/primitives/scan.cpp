@@ -255,6 +255,10 @@ std::vector<Tensor> Scan::mask(const std::vector<Tensor>& in,
   };
   for (size_t i = nc + nk; i < in.size(); ++i) note(ctx.in(i));
   for (size_t k = nc; k < body_->outputs.size(); ++k) note(ctx.out(k));
+  if (!steps)  // no padded xs or ys: the length must not be an extent (scan(..., length = n))
+    for (int k = 0; k < int(ctx.lengths().size()); ++k)
+      if (static_cast<const Scan&>(ctx.probe(k)).length_ != length_)
+        ctx.no_rule("its length is an extent but it scans no padded axis");
   const Graph& g = *body_;
   const std::vector<Tensor>& lengths = ctx.lengths();
   detail::TraceScope scope;

@@ -171,6 +171,9 @@ std::vector<Tensor> Concatenate::mask(const std::vector<Tensor>& in,
   return ctx.rebind(in);
 }
 std::vector<Tensor> Pad::mask(const std::vector<Tensor>& in, const detail::MaskContext& ctx) const {
+  for (int k = 0; k < int(ctx.lengths().size()); ++k)
+    if (static_cast<const Pad&>(ctx.probe(k)).value() != value_)
+      ctx.no_rule("its fill value is an extent");
   for (size_t i = 0; i < low_.size(); ++i)
     if (ctx.in(0)[i].ragged() && (low_[i] != 0 || high_[i] != 0))
       ctx.no_rule("it pads a padded axis");

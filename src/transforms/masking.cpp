@@ -123,7 +123,19 @@ Tensor leading(Tensor t, const Shape& shape) {
   return t;
 }
 
-bool close(double x, double y) { return std::abs(x - y) <= 1e-6 * std::max(1.0, std::abs(y)); }
+bool close(double x, double y) { return std::abs(x - y) <= 1e-6 * std::abs(y) + 1e-300; }
+
+// Whether k is an integer or the inverse of one (up to float32 rounding): a count's factor.
+bool whole(double k) {
+  auto integral = [](double v) { return std::abs(v - std::round(v)) <= 1e-6 * std::abs(v); };
+  return k != 0 && (integral(k) || integral(1 / k));
+}
+
+double nice(double k) {
+  if (std::abs(k - std::round(k)) <= 1e-6 * std::abs(k)) return std::round(k);
+  if (std::abs(1 / k - std::round(1 / k)) <= 1e-6 * std::abs(1 / k)) return 1 / std::round(1 / k);
+  return k;
+}
 
 // A scalar constant that differs between the traces: k * n or k / n, n the product of the
 // extents whose probes changed it (a mean's count, 1 / count); anything else cannot be masked.
@@ -143,13 +155,10 @@ ExtentConstant extent_constant(double a, const std::vector<double>& probed,
     return n;
   };
   auto fits = [&](int e, double k, double b) {
-    if (k == 0) return false;
+    if (!whole(k)) return false;
     for (size_t s = 0; s < probed.size(); ++s)
       if (!close(probed[s], e == 1 ? k * bumped(s) + b : k / bumped(s))) return false;
     return true;
-  };
-  auto nice = [](double k) {
-    return std::abs(k - std::round(k)) < 1e-5 * std::max(1.0, std::abs(k)) ? std::round(k) : k;
   };
   // k * n (a count), k / n (a mean's scale), then n + b for one extent (the last index n - 1).
   if (fits(1, a / n, 0)) {
@@ -291,6 +300,60 @@ void check_at_shortest(const MaskedGraph& mg, const Graph& shortest,
     if (!same)
       changes("returns a value of shape " + shape_str(ts.shape) + " at the shortest lengths, not " +
               shape_str(ta.shape) + " cut to them (a squeeze or broadcast of an extent of 1)");
+  }
+}
+
+namespace {
+
+double extent_value(const ExtentConstant& c, const std::vector<int64_t>& at) {
+  double n = 1;
+  for (int s : c.symbols) n *= double(at[size_t(s)]);
+  return c.exponent == 1 ? c.k * n + c.b : c.k / n;
+}
+
+}  // namespace
+
+void verify_at(const MaskedGraph& mg, const Graph& other, const std::vector<int64_t>& at) {
+  const Graph& a = *mg.graph;
+  const Match m = match_graphs(a, other);
+  for (ValueId v = 0; v < ValueId(a.types.size()); ++v) {
+    const ValueId ov = m.value[size_t(v)];
+    if (ov < 0) continue;
+    const TensorType& ta = a.types[size_t(v)];
+    const TensorType& to = other.types[size_t(ov)];
+    bool same = ta.dtype == to.dtype && ta.shape.size() == to.shape.size();
+    for (size_t ax = 0; same && ax < ta.shape.size(); ++ax) {
+      const AxisTag& t = mg.tags[size_t(v)][ax];
+      same = to.shape[ax] ==
+             (t.ragged() ? std::max<int64_t>(0, at[size_t(t.symbol)] + t.offset) : ta.shape[ax]);
+    }
+    if (!same)
+      changes("makes a value of shape " + shape_str(to.shape) + " at shorter lengths where " +
+              shape_str(ta.shape) + " padded does not shrink to it");
+  }
+  for (size_t i = 0; i < a.constants.size(); ++i) {
+    if (m.constant[i] < 0) continue;
+    const auto& [v, t] = a.constants[i];
+    const std::vector<double> y = values(other.constants[size_t(m.constant[i])].second);
+    auto c = mg.extent_constants.find(v);
+    if (c != mg.extent_constants.end()) {
+      const double want = extent_value(c->second, at);
+      if (!std::all_of(y.begin(), y.end(), [&](double x) { return close(x, want); }))
+        changes("computes a constant that is not the count it seemed");
+    } else if (values(leading(t, other.constants[size_t(m.constant[i])].second.shape())) != y) {
+      changes("makes a constant whose values change");
+    }
+  }
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    if (m.node[i] < 0) continue;
+    const Primitive& pa = *a.nodes[i].prim;
+    const Primitive& po = *other.nodes[size_t(m.node[i])].prim;
+    if (!mg.ragged_node[i] && params_without_graphs(pa) != params_without_graphs(po))
+      changes("gives " + pa.name() + " other parameters (" + pa.params() + " and " + po.params() +
+              ")");
+    const auto subs = po.subgraphs();
+    for (size_t s = 0; s < mg.subgraphs[i].size() && s < subs.size(); ++s)
+      verify_at(*mg.subgraphs[i][s], *subs[s].second, at);
   }
 }
 

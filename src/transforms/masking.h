@@ -70,6 +70,13 @@ std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
 void check_at_shortest(const MaskedGraph& g, const Graph& shortest,
                        const std::vector<int64_t>& lengths);
 
+/// Checks f traced at other lengths (`at` per symbol, shorter than the padded extents) against
+/// what probing found: the same graph, every padded axis at its length there (plus its offset),
+/// the count constants at their values there, every other value, constant and parameter as in
+/// g. Probing compares n and n + 1 only; this catches what depends on the extent otherwise (a
+/// slice to n / 2, a branch on n). CannotMask when not.
+void verify_at(const MaskedGraph& g, const Graph& other, const std::vector<int64_t>& at);
+
 /// What a masking rule sees of its node (Primitive::mask).
 class MaskContext {
  public:

@@ -86,6 +86,7 @@ std::vector<TensorType> example_types(const std::vector<Tensor>& leaves,
 // What Pad made of one padded signature (f's graph A and the smallest lengths).
 struct Entry {
   Graph graph;
+  std::vector<Tensor> pinned;  // the constants the key names (graph_key.h)
   std::vector<Graph> probes;
   std::shared_ptr<const MaskedGraph> masked;
   std::string cannot;  // why Pad cannot run f; empty when it can
@@ -121,6 +122,7 @@ std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::H
                                          const std::vector<std::optional<int64_t>>& in_axes,
                                          const Symbols& s, const VmapOptions& options) {
   auto e = std::make_shared<Entry>();
+  e->pinned = constants_of(a);
   e->graph = inline_calls(std::move(a));
   try {
     // Probes: a trace that fails at a shape no example has means f cannot be padded.
@@ -144,6 +146,13 @@ std::shared_ptr<const Entry> build_entry(Graph a, const std::vector<VmapFrame::H
       const Graph shortest = probe(example_types(leaves, raggeds, in_axes, s, -1, &s.shortest));
       check_at_shortest(*e->masked, shortest, s.shortest);
     }
+    // Probing saw the extents n and n + 1 only: f traced at the shortest lengths (at least 2,
+    // where ops take no shortcuts for extents of 0 and 1) must agree with what it found.
+    std::vector<int64_t> at;
+    for (size_t k = 0; k < s.extents.size(); ++k)
+      at.push_back(std::min(s.extents[k], std::max<int64_t>(s.shortest[k], 2)));
+    if (at != s.extents)
+      verify_at(*e->masked, probe(example_types(leaves, raggeds, in_axes, s, -1, &at)), at);
     // The masking rules run while the masked function is traced: trace it once here, so that a
     // primitive without a rule is found now (and Auto can still group).
     const size_t n_in = e->graph.num_explicit_inputs(), n_sym = s.extents.size();
@@ -309,23 +318,40 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
   const std::vector<TensorType> types = example_types(leaves, raggeds, in_axes, s, -1);
   if (lanes.empty())
     for (int64_t i = 0; i < plan->size; ++i) lanes.push_back(i);
-  TracedExample traced = trace_at(types, lanes);
+  // f may fail at the padded shapes where each example works (a collective over the vmap's axis,
+  // a broadcast of an extent of 1): Auto then groups; Pad reports it.
+  TracedExample traced;
+  try {
+    traced = trace_at(types, lanes);
+  } catch (const Error& err) {
+    check(!must, "vmap: RaggedStrategy::Pad cannot run this function: f fails at the padded ",
+          "shapes: ", err.what(), "; use RaggedStrategy::Group");
+    if (explaining())
+      note_ragged(std::string("group: f fails at the padded shapes: ") + err.what());
+    return nullptr;
+  }
   plan->hidden = traced.hidden;
+  // Traced values of an enclosing transform (f inside grad) are new on every call: no cache.
+  const bool cacheable = traced.graph.captured.empty();
   GraphKey key;
   key.add(traced.graph);
   key.add(s.shortest);
   for (const std::vector<int>& axes : s.of)
     for (int sym : axes) key.add(int64_t(sym));
-  {
+  if (cacheable) {
     std::lock_guard<std::mutex> lock(cache.mutex);
     auto it = cache.entries.map.find(key.key);
-    if (it != cache.entries.map.end()) plan->entry = it->second;
+    if (it != cache.entries.map.end() && same_constants(traced.graph, it->second->pinned))
+      plan->entry = it->second;
   }
   if (!plan->entry) {
     plan->entry = build_entry(std::move(traced.graph), plan->hidden, trace_at, lanes, types, leaves,
                               raggeds, in_axes, s, options);
-    std::lock_guard<std::mutex> lock(cache.mutex);
-    cache.entries.add(key.key, plan->entry, 64);
+    if (cacheable) {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      cache.entries.map.erase(key.key);  // a stale entry whose constants' bytes differed
+      cache.entries.add(key.key, plan->entry, 64);
+    }
   }
   const Entry& e = *plan->entry;
   if (!e.cannot.empty()) {
