@@ -2,6 +2,7 @@
 // Auto's choice, against the per-example loop in float64.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "lanes/lanes.h"
@@ -458,5 +459,20 @@ TEST(RaggedPad, PaddedRowsNeverReachValidOnes) {
     expect_close(
         got[i],
         mean(take(xs[i], random::randint(lane, {xs[i].shape(0)}, 0, xs[i].shape(0)), 0), Axes{0}));
+  }
+}
+
+TEST(RaggedPad, IntegerExtremesSurviveTheFill) {
+  // The padding of a min must lose to every int64, INT64_MAX included.
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const Ragged xs({tensor(std::vector<int64_t>{big, big}), tensor(std::vector<int64_t>{big}),
+                   tensor(std::vector<int64_t>{3, big, 7})});
+  auto f = [](const Tensor& x) { return std::make_pair(min(x), argmin(x, 0)); };
+  for (RaggedStrategy s : {RaggedStrategy::Pad, RaggedStrategy::Auto}) {
+    const auto [m, i] = vmap(f, 0, 0, with(s))(xs);
+    for (int64_t b = 0; b < xs.size(); ++b) {
+      EXPECT_EQ(Tensor(m)[b].item<int64_t>(), f(xs[b]).first.item<int64_t>());
+      EXPECT_EQ(Tensor(i)[b].item<int64_t>(), f(xs[b]).second.item<int64_t>());
+    }
   }
 }

@@ -161,16 +161,14 @@ std::vector<Tensor> ArgReduce::vjp(const std::vector<Tensor>&, const std::vector
 std::vector<Tensor> Reduce::mask(const std::vector<Tensor>& in,
                                  const detail::MaskContext& ctx) const {
   const DType d = in[0].dtype();
-  const double fill = kind_ == Kind::Sum    ? 0.0
-                      : kind_ == Kind::Prod ? 1.0
-                      : kind_ == Kind::Max  ? detail::lowest_of(d)
-                                            : detail::highest_of(d);
+  if (kind_ == Kind::Sum || kind_ == Kind::Prod)
+    return ctx.rebind({ctx.fill_padding(in[0], ctx.in(0), axes_, kind_ == Kind::Sum ? 0.0 : 1.0)});
+  const Tensor fill = detail::extreme_of(d, kind_ == Kind::Max);
   return ctx.rebind({ctx.fill_padding(in[0], ctx.in(0), axes_, fill)});
 }
 std::vector<Tensor> ArgReduce::mask(const std::vector<Tensor>& in,
                                     const detail::MaskContext& ctx) const {
-  const DType d = in[0].dtype();
-  const double fill = kind_ == Kind::ArgMax ? detail::lowest_of(d) : detail::highest_of(d);
+  const Tensor fill = detail::extreme_of(in[0].dtype(), kind_ == Kind::ArgMax);
   return ctx.rebind({ctx.fill_padding(in[0], ctx.in(0), {axis_}, fill)});
 }
 

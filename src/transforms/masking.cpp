@@ -384,6 +384,11 @@ int64_t MaskContext::min_valid(const AxisTag& tag) const {
 
 Tensor MaskContext::fill_padding(const Tensor& x, const Tags& tags,
                                  const std::vector<int64_t>& axes, double fill) const {
+  return fill_padding(x, tags, axes, scalar(fill, x.dtype()));
+}
+
+Tensor MaskContext::fill_padding(const Tensor& x, const Tags& tags,
+                                 const std::vector<int64_t>& axes, const Tensor& fill) const {
   Tensor keep;
   for (int64_t ax : axes) {
     if (!tags[size_t(ax)].ragged()) continue;
@@ -403,19 +408,25 @@ void MaskContext::no_rule(const std::string& why) const {
   throw CannotMask(prim().name() + " has no masking rule over a padded axis (" + why + ")");
 }
 
-double lowest_of(DType d) {
-  if (is_floating(d)) return -std::numeric_limits<double>::infinity();
-  if (d == DType::Bool || d == DType::UInt8) return 0;
-  if (d == DType::Int64) return -9223372036854775808.0;  // -2^63, exact in a double
-  return double(std::numeric_limits<int32_t>::min());
-}
-
-double highest_of(DType d) {
-  if (is_floating(d)) return std::numeric_limits<double>::infinity();
-  if (d == DType::Bool) return 1;
-  if (d == DType::UInt8) return 255;
-  if (d == DType::Int64) return 9223372036854774784.0;  // the largest double below 2^63
-  return double(std::numeric_limits<int32_t>::max());
+Tensor extreme_of(DType d, bool lowest) {
+  switch (d) {
+    case DType::Bool:
+      return scalar(lowest ? 0 : 1, d);
+    case DType::UInt8:
+      return scalar(lowest ? 0 : 255, d);
+    case DType::Int32:
+      return tensor(std::vector<int32_t>{lowest ? std::numeric_limits<int32_t>::min()
+                                                : std::numeric_limits<int32_t>::max()},
+                    Shape{});
+    case DType::Int64:
+      return tensor(std::vector<int64_t>{lowest ? std::numeric_limits<int64_t>::min()
+                                                : std::numeric_limits<int64_t>::max()},
+                    Shape{});
+    default:
+      return scalar(lowest ? -std::numeric_limits<double>::infinity()
+                           : std::numeric_limits<double>::infinity(),
+                    d);
+  }
 }
 
 std::vector<Tensor> eval_masked(const MaskedGraph& mg, const std::vector<Tensor>& inputs,

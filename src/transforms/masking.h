@@ -100,6 +100,9 @@ class MaskContext {
   /// x where every ragged axis among `axes` (tags: x's) is within its valid extent, else fill.
   Tensor fill_padding(const Tensor& x, const Tags& tags, const std::vector<int64_t>& axes,
                       double fill) const;
+  /// fill_padding with a 0-d fill of x's dtype.
+  Tensor fill_padding(const Tensor& x, const Tags& tags, const std::vector<int64_t>& axes,
+                      const Tensor& fill) const;
   /// The node applied to `inputs` unchanged (right when padding cannot reach a valid value).
   std::vector<Tensor> rebind(const std::vector<Tensor>& inputs) const;
   /// Throws CannotMask: "<prim> has no masking rule (<why>)".
@@ -112,9 +115,9 @@ class MaskContext {
   const std::vector<int64_t>& min_lengths_;
 };
 
-/// The smallest (largest) value of a dtype, -inf (inf) for floats: the fill of a max (min).
-double lowest_of(DType d);
-double highest_of(DType d);
+/// The smallest (`lowest`) or largest value of a dtype, 0-d, -inf or inf for floats: the fill of
+/// a max or a min, exact for int64.
+Tensor extreme_of(DType d, bool lowest);
 
 /// Runs g's graph on `inputs` (its inputs, captured last) with every ragged node masked;
 /// `lengths` holds the lane's length per symbol (traced under the vmap that batches it).
