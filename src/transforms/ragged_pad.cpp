@@ -420,6 +420,32 @@ std::shared_ptr<const PadPlan> plan_padded(PadCache& cache, const TraceAt& trace
 namespace {
 
 // One padded call per bucket, the examples put back in order.
+// The examples `members` of the plan's batch in one padded call: their outputs, in order.
+std::vector<Ragged> run_part(PadCache& cache, const TraceAt& trace_at, const PadPlan& plan,
+                             const std::vector<int64_t>& members, const std::vector<Tensor>& leaves,
+                             const std::vector<std::optional<int64_t>>& in_axes,
+                             const std::vector<std::optional<int64_t>>& out_axes,
+                             const VmapOptions& pad) {
+  std::vector<Ragged> parts;
+  for (const Ragged* r : plan.raggeds) {
+    std::vector<Tensor> picked;
+    for (int64_t m : members) picked.push_back((*r)[m]);
+    parts.emplace_back(std::move(picked));
+  }
+  std::vector<const Ragged*> part_ptrs;
+  for (const Ragged& r : parts) part_ptrs.push_back(&r);
+  std::vector<Tensor> part_leaves;
+  for (size_t i = 0; i < leaves.size(); ++i)
+    part_leaves.push_back(leaves[i].defined() && in_axes[i]
+                              ? take(leaves[i], tensor(members), *in_axes[i])
+                              : leaves[i]);
+  const auto part = plan_padded(cache, trace_at, part_ptrs, part_leaves, in_axes, 0, pad, members);
+  return run_padded(cache, trace_at, *part, part_leaves, in_axes, out_axes, pad);
+}
+
+// One padded call per bucket, the examples put back in order. A bucket Pad cannot mask on its
+// own (probing the whole batch found no reason, a bucket's shorter lengths might) runs one call
+// per length instead: examples of one shape need no mask.
 std::vector<Ragged> run_buckets(PadCache& cache, const TraceAt& trace_at, const PadPlan& plan,
                                 const std::vector<Tensor>& leaves,
                                 const std::vector<std::optional<int64_t>>& in_axes,
@@ -428,28 +454,26 @@ std::vector<Ragged> run_buckets(PadCache& cache, const TraceAt& trace_at, const 
   VmapOptions pad = options;
   pad.ragged = RaggedStrategy::Pad;
   std::vector<std::vector<Tensor>> examples;  // per output leaf, per example
-  for (const std::vector<int64_t>& members : plan.buckets) {
-    std::vector<Ragged> parts;
-    for (const Ragged* r : plan.raggeds) {
-      std::vector<Tensor> picked;
-      for (int64_t m : members) picked.push_back((*r)[m]);
-      parts.emplace_back(std::move(picked));
-    }
-    std::vector<const Ragged*> part_ptrs;
-    for (const Ragged& r : parts) part_ptrs.push_back(&r);
-    std::vector<Tensor> part_leaves;
-    for (size_t i = 0; i < leaves.size(); ++i)
-      part_leaves.push_back(leaves[i].defined() && in_axes[i]
-                                ? take(leaves[i], tensor(members), *in_axes[i])
-                                : leaves[i]);
-    const auto part =
-        plan_padded(cache, trace_at, part_ptrs, part_leaves, in_axes, 0, pad, members);
-    const std::vector<Ragged> outs =
-        run_padded(cache, trace_at, *part, part_leaves, in_axes, out_axes, pad);
+  auto put_back = [&](const std::vector<int64_t>& members, const std::vector<Ragged>& outs) {
     examples.resize(outs.size(), std::vector<Tensor>(size_t(plan.size)));
     for (size_t j = 0; j < outs.size(); ++j)
       for (size_t k = 0; k < members.size(); ++k)
         examples[j][size_t(members[k])] = outs[j][int64_t(k)];
+  };
+  for (const std::vector<int64_t>& members : plan.buckets) {
+    try {
+      put_back(members, run_part(cache, trace_at, plan, members, leaves, in_axes, out_axes, pad));
+    } catch (const Error&) {
+      std::map<std::vector<int64_t>, std::vector<int64_t>> by_length;
+      for (int64_t m : members) {
+        std::vector<int64_t> n;
+        for (const std::vector<int64_t>& l : plan.symbols.lengths) n.push_back(l[size_t(m)]);
+        by_length[n].push_back(m);
+      }
+      if (by_length.size() < 2) throw;  // one shape: a real error of f
+      for (const auto& [n, same] : by_length)
+        put_back(same, run_part(cache, trace_at, plan, same, leaves, in_axes, out_axes, pad));
+    }
   }
   std::vector<Ragged> result;
   for (std::vector<Tensor>& e : examples) result.emplace_back(std::move(e));
