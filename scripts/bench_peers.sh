@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# lanes, jax and PyTorch side by side on every workload of bench/workloads.cpp, in one run, with
-# lanes' Python API (bench/peers/lanes_workloads.py) as an informational extra column:
+# lanes, jax, PyTorch and MLX side by side on every workload of bench/workloads.cpp, in one run,
+# with lanes' Python API (bench/peers/lanes_workloads.py) as an informational extra column:
 #
 #   scripts/bench_peers.sh [--threads N] [--quick] [--workload NAME]... [--beside-twin]
 #
@@ -13,7 +13,8 @@
 #    build/bench/workloads and build/python that are there (no lanes-python run without the
 #    latter);
 # 3. the inputs: build/bench/workloads --dump-inputs build/peers-inputs;
-# 4. lanes, lanes-python (PYTHONPATH=build/python), jax and torch one after the other, each
+# 4. lanes, lanes-python (PYTHONPATH=build/python), jax, torch and mlx (when build/peers-venv
+#    has it: mlx[cpu]) one after the other, each
 #    pinned to the same N cores (default 2) with taskset and told to use N threads
 #    (bench/peers/README.md);
 # 5. bench/peers/report.py: checks every peer's checksums against lanes' and writes
@@ -46,7 +47,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=(--quick); shift ;;
     --workload) selected+=(--workload "$2"); shift 2 ;;
     --beside-twin) twin=1; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "usage: $0 [--threads N] [--quick] [--workload NAME]... [--beside-twin]" >&2
        exit 2 ;;
   esac
@@ -65,7 +66,7 @@ say() { printf '[bench_peers %4ds] %s\n' $((SECONDS - start)) "$*"; }
 venv=build/peers-venv
 stamp=$(sha256sum bench/peers/requirements.txt | cut -d' ' -f1)
 if [ "$(cat "$venv/.requirements-sha256" 2>/dev/null)" != "$stamp" ]; then
-  say "installing the peers into $venv (jax, torch, numpy, matplotlib; a few minutes, once)"
+  say "installing the peers into $venv (jax, torch, mlx, numpy, matplotlib; a few minutes, once)"
   if ! python3 -c "import ensurepip, venv" 2>/dev/null; then  # Debian splits venv out
     [ "$(id -u)" -eq 0 ] || { echo "bench_peers: install python3-venv first" >&2; exit 1; }
     apt-get update -qq
@@ -106,6 +107,13 @@ elif ! PYTHONPATH=build/python "$py" -c "import lanes" 2>/dev/null; then
 else
   lanes_python=1
 fi
+# MLX (mlx[cpu]: the mlx wheel and its CPU library mlx-cpu): a peer when it imports.
+mlx=0
+if ! "$py" -c "import mlx.core" 2>/dev/null; then
+  echo "bench_peers: mlx does not import in $py (pip install 'mlx[cpu]'): no mlx run" >&2
+else
+  mlx=1
+fi
 
 # ---- 3. the inputs -------------------------------------------------------------------------------
 inputs=build/peers-inputs
@@ -143,6 +151,8 @@ lanes_py_cmd=(env "PYTHONPATH=$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" "$py
 jax_cmd=("$py" bench/peers/jax_workloads.py --inputs "$inputs" --threads "$threads"
   "${quick[@]}" "${selected[@]}")
 torch_cmd=("$py" bench/peers/torch_workloads.py --inputs "$inputs" --threads "$threads"
+  "${quick[@]}" "${selected[@]}")
+mlx_cmd=("$py" bench/peers/mlx_workloads.py --inputs "$inputs" --threads "$threads"
   "${quick[@]}" "${selected[@]}")
 
 if [ "$twin" = 1 ]; then
@@ -218,11 +228,16 @@ if [ "$twin" = 1 ]; then
   run_beside_twin jax "${jax_cmd[@]}"
   run torch "${torch_cmd[@]}"
   run_beside_twin torch "${torch_cmd[@]}"
+  if [ "$mlx" = 1 ]; then
+    run mlx "${mlx_cmd[@]}"
+    run_beside_twin mlx "${mlx_cmd[@]}"
+  fi
 else
   run lanes "${lanes_cmd[@]}"
   if [ "$lanes_python" = 1 ]; then run lanes-python "${lanes_py_cmd[@]}"; fi
   run jax "${jax_cmd[@]}"
   run torch "${torch_cmd[@]}"
+  if [ "$mlx" = 1 ]; then run mlx "${mlx_cmd[@]}"; fi
 fi
 
 # ---- 5. the table and the chart ------------------------------------------------------------------
@@ -234,8 +249,10 @@ say "writing $peers_dir/$peers_name.md and $peers_dir/$peers_name.png"
 report=0
 python_report=()
 [ "$lanes_python" = 1 ] && python_report=(--lanes-python "$results/lanes-python.jsonl")
+mlx_report=()
+[ "$mlx" = 1 ] && mlx_report=(--mlx "$results/mlx.jsonl")
 "$py" bench/peers/report.py --lanes "$results/lanes.jsonl" --jax "$results/jax.jsonl" \
-  --torch "$results/torch.jsonl" "${python_report[@]}" --threads "$threads" --load "$load" \
+  --torch "$results/torch.jsonl" "${mlx_report[@]}" "${python_report[@]}" --threads "$threads" --load "$load" \
   "${quick[@]}" \
   --elapsed "$((SECONDS - start)) s (${installed:-no installs})" \
   --md "$peers_dir/$peers_name.md" --png "$peers_dir/$peers_name.png" || report=1

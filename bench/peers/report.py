@@ -1,15 +1,19 @@
-"""Turns the JSON lines of lanes (build/bench/workloads --json-only), jax_workloads.py and
-torch_workloads.py into the side-by-side table (peers.md) and chart (peers.png), checking that
-every peer's output agrees with lanes' (the checksums of bench/workloads/harness.h).
+"""Turns the JSON lines of lanes (build/bench/workloads --json-only), jax_workloads.py,
+torch_workloads.py and mlx_workloads.py into the side-by-side table (peers.md) and chart
+(peers.png), checking that every peer's output agrees with lanes' (the checksums of
+bench/workloads/harness.h).
 
     python bench/peers/report.py --lanes L.jsonl --jax J.jsonl --torch T.jsonl --threads N
-        --md OUT.md --png OUT.png [--quick] [--lanes-python P.jsonl]
+        --md OUT.md --png OUT.png [--quick] [--mlx M.jsonl] [--lanes-python P.jsonl]
+
+--mlx is optional (mlx not installed, or result files from before MLX was a peer): without it,
+or when its file is missing, the mlx cells say "not run".
 
 --lanes-python adds the JSON lines of lanes_workloads.py (the same library through its Python
 API): two informational columns of the table, "lanes (python)" (its best batched variant) and
 "python/C++" (that / lanes' best), and its loop and manual cells in the second table. Its
 checksums are checked like a peer's, but it is never a row's best peer: the ranking stays lanes'
-C++ API against jax and torch.
+C++ API against jax, torch and mlx.
 
 Exits 1 when a peer's (or lanes-python's) output disagrees with lanes' on some row (the row is
 flagged in the table).
@@ -31,16 +35,18 @@ COLUMNS = [
     ("jax jit(vmap)", "jax", "jit(vmap)"),
     ("torch vmap", "torch", "vmap"),
     ("torch.compile", "torch", "compile"),
+    ("mlx vmap+compile", "mlx", "vmap+compile"),
 ]
 # The automatically batched variants each system's best is taken over: lanes' vmap family
 # (vmap, vmap+compile, the forced strategies vmap:NAME, rnn_scan's compiled unrolled function) and
 # the peers' batching transforms; loop and manual are listed in the second table.
 LANES_BEST = lambda v: v.startswith("vmap") or v == "unrolled"  # noqa: E731
-PEER_BEST = {"jax": {"jit(vmap)", "vmap", "unrolled"}, "torch": {"vmap", "compile"}}
+PEER_BEST = {"jax": {"jit(vmap)", "vmap", "unrolled"}, "torch": {"vmap", "compile"},
+             "mlx": {"vmap+compile", "vmap", "unrolled"}}
 # On the ragged rows no peer transform maps examples of different lengths: the peers' best is
 # their hand-padded, hand-masked batch (and torch's nested tensors), as issue 30 ranks them.
 PEER_BEST_RAGGED = {"manual", "nested"}
-PEERS = ("jax", "torch")  # ranked against lanes
+PEERS = ("jax", "torch", "mlx")  # ranked against lanes
 PYTHON = "lanes-python"  # lanes through its Python API: informational columns, never ranked
 TIE = 1.05  # a ratio within 5% either way is a tie: closer than this machine's noise
 
@@ -180,6 +186,9 @@ def main():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--load", default="", help="load average when the run started")
     p.add_argument("--elapsed", default="", help="how long the script had run, installs included")
+    p.add_argument("--mlx", default=None,
+                   help="mlx_workloads.py's JSON lines (optional: without them, or when the "
+                   "file is missing, the mlx cells say \"not run\")")
     p.add_argument("--lanes-python", default=None,
                    help="lanes_workloads.py's JSON lines (lanes' Python API): informational "
                    "columns")
@@ -189,6 +198,10 @@ def main():
     data, headers = {}, {}
     for s in ("lanes", "jax", "torch"):
         data[s], headers[s] = read_jsonl(getattr(args, s), s)
+    if args.mlx and os.path.exists(args.mlx):
+        data["mlx"], headers["mlx"] = read_jsonl(args.mlx, "mlx")
+    else:  # mlx not installed, or older result files: its cells say "not run"
+        data["mlx"], headers["mlx"] = {}, {}
     with_python = bool(args.lanes_python)
     if with_python:
         if os.path.exists(args.lanes_python):
@@ -218,14 +231,14 @@ def main():
 
     model, cores = machine()
     versions = [lanes_version(root)]
-    for s in ("jax", "torch"):
+    for s in PEERS:
         versions += [f"{k} {v}" for k, v in headers[s].get("versions", {}).items()
-                     if not (s == "torch" and k == "numpy")]
+                     if not (s != "jax" and k == "numpy")]
     versions.append(f"Python {platform.python_version()}")
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
     out = []
-    out.append("# lanes, jax and PyTorch on the same workloads\n")
+    out.append("# lanes, jax, PyTorch and MLX on the same workloads\n")
     out.append(f"- date: {date}{' — **--quick run: 2 timed runs per cell, not for quoting**' if args.quick else ''}")
     out.append(f"- machine: {model}, {cores} cores; load average (1, 5, 15 min) at the start: "
                f"{args.load or '?'}" + (f"; the whole script took {args.elapsed}" if args.elapsed
@@ -326,12 +339,13 @@ def main():
     # The loop and hand-written variants, for reference.
     out.append("\n## Loop and hand-batched variants\n")
     out.append("`loop`: the per-example function called once per example (jax: jitted, from "
-               "Python; torch: eager"
+               "Python; torch: eager; mlx: mx.compile'd, from Python"
                + ("; lanes (python): eager, from Python" if with_python else "")
                + "); `manual`: hand-batched code in each system (torch eager, "
-               "jax jitted, lanes eager). Median ms.\n")
+               "jax jitted, mlx mx.compile'd, lanes eager). Median ms.\n")
     loop_systems = ("lanes",) + ((PYTHON,) if with_python else ()) + PEERS
-    titles = {"lanes": "lanes", PYTHON: "lanes (python)", "jax": "jax", "torch": "torch"}
+    titles = {"lanes": "lanes", PYTHON: "lanes (python)", "jax": "jax", "torch": "torch",
+              "mlx": "mlx"}
     out.append("| workload | " + " | ".join(f"{titles[s]} {v}" for s in loop_systems
                                             for v in ("loop", "manual")) + " |")
     out.append("|---" * (1 + 2 * len(loop_systems)) + "|")
@@ -362,7 +376,7 @@ def chart(data, workloads, path, subtitle):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = ["#1f77b4", "#6baed6", "#2ca02c", "#d62728", "#ff9896"]
+    colors = ["#1f77b4", "#6baed6", "#2ca02c", "#d62728", "#ff9896", "#9467bd"]
     fig, ax = plt.subplots(figsize=(max(12, 0.9 * len(workloads)), 6))
     width = 0.8 / len(COLUMNS)
     for k, (title, s, v) in enumerate(COLUMNS):
@@ -383,7 +397,7 @@ def chart(data, workloads, path, subtitle):
     ax.set_xticks(range(len(workloads)))
     ax.set_xticklabels(workloads, rotation=40, ha="right")
     ax.set_ylabel("median ms per call (log scale, lower is better)")
-    ax.set_title("lanes vs jax vs PyTorch on the lanes workloads (× = the system has no such "
+    ax.set_title("lanes vs jax vs PyTorch vs MLX on the lanes workloads (× = the system has no such "
                  f"variant for the row; see peers.md)\n{subtitle}", fontsize=10)
     ax.legend(ncol=len(COLUMNS), fontsize=8, loc="upper left")
     ax.grid(axis="y", which="major", alpha=0.3)
