@@ -282,6 +282,24 @@ std::shared_ptr<const MaskedGraph> analyze_padding(const Graph& a,
   return mg;
 }
 
+namespace {
+
+// Whether `other` is value v of g's graph with each padded axis at its length in `at`.
+bool cut_to(const MaskedGraph& mg, ValueId v, const TensorType& other,
+            const std::vector<int64_t>& at) {
+  const TensorType& ta = mg.graph->types[size_t(v)];
+  if (ta.dtype != other.dtype || ta.shape.size() != other.shape.size()) return false;
+  for (size_t ax = 0; ax < ta.shape.size(); ++ax) {
+    const AxisTag& t = mg.tags[size_t(v)][ax];
+    const int64_t want =
+        t.ragged() ? std::max<int64_t>(0, at[size_t(t.symbol)] + t.offset) : ta.shape[ax];
+    if (other.shape[ax] != want) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void check_at_shortest(const MaskedGraph& mg, const Graph& shortest,
                        const std::vector<int64_t>& lengths) {
   // Outputs only: at extents of 0 and 1 the ops legitimately record other nodes (a sum over one
@@ -290,14 +308,7 @@ void check_at_shortest(const MaskedGraph& mg, const Graph& shortest,
   for (size_t i = 0; i < a.outputs.size() && i < shortest.outputs.size(); ++i) {
     const TensorType& ta = a.types[size_t(a.outputs[i])];
     const TensorType& ts = shortest.types[size_t(shortest.outputs[i])];
-    bool same = ta.dtype == ts.dtype && ta.shape.size() == ts.shape.size();
-    for (size_t ax = 0; same && ax < ta.shape.size(); ++ax) {
-      const AxisTag& t = mg.tags[size_t(a.outputs[i])][ax];
-      same =
-          ts.shape[ax] ==
-          (t.ragged() ? std::max<int64_t>(0, lengths[size_t(t.symbol)] + t.offset) : ta.shape[ax]);
-    }
-    if (!same)
+    if (!cut_to(mg, a.outputs[i], ts, lengths))
       changes("returns a value of shape " + shape_str(ts.shape) + " at the shortest lengths, not " +
               shape_str(ta.shape) + " cut to them (a squeeze or broadcast of an extent of 1)");
   }
@@ -321,13 +332,7 @@ void verify_at(const MaskedGraph& mg, const Graph& other, const std::vector<int6
     if (ov < 0) continue;
     const TensorType& ta = a.types[size_t(v)];
     const TensorType& to = other.types[size_t(ov)];
-    bool same = ta.dtype == to.dtype && ta.shape.size() == to.shape.size();
-    for (size_t ax = 0; same && ax < ta.shape.size(); ++ax) {
-      const AxisTag& t = mg.tags[size_t(v)][ax];
-      same = to.shape[ax] ==
-             (t.ragged() ? std::max<int64_t>(0, at[size_t(t.symbol)] + t.offset) : ta.shape[ax]);
-    }
-    if (!same)
+    if (!cut_to(mg, v, to, at))
       changes("makes a value of shape " + shape_str(to.shape) + " at shorter lengths where " +
               shape_str(ta.shape) + " padded does not shrink to it");
   }
