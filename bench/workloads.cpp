@@ -4,12 +4,18 @@
 // variants of a workload disagree (their checksums differ) or one fails.
 //
 //     build/bench/workloads [--workload NAME]... [--threads N] [--json-only] [--quick]
-//                           [--no-loop] [--variant NAME]... [--callers N] [--dump-inputs DIR]
+//                           [--no-loop] [--variant NAME]... [--callers N] [--roofline]
+//                           [--dump-inputs DIR]
 //
 // --no-loop skips the loop variants; --variant runs only the named variants (for a profiler).
 // --callers N calls each variant from N application threads at once in every timed run and reports
 // the wall time divided by N (the time per call at the pair's throughput): bench/contention's
 // concurrent-callers condition.
+//
+// --roofline first measures the machine's peaks, then for each row counts the flops its loop
+// variant evaluates (one untimed run under lanes::FlopCounter) and prints, per variant and for the
+// row's best batched variant, the achieved GFLOP/s and GB/s and the fraction of the roofline
+// bound (workloads/roofline.h).
 //
 // --dump-inputs DIR writes the selected workloads' inputs as .npy files and a manifest (see
 // workloads/dump.h) instead of timing them: the inputs bench/peers/ reads.
@@ -41,6 +47,7 @@
 #include "workloads/memory.h"
 #include "workloads/per_example.h"
 #include "workloads/ragged.h"
+#include "workloads/roofline.h"
 
 namespace workloads {
 namespace {
@@ -85,6 +92,7 @@ struct Options {
   bool no_loop = false;               // --no-loop: skip the loop variants
   std::vector<std::string> variants;  // --variant: only these (empty: all)
   int callers = 1;                    // --callers: application threads calling each variant at once
+  bool roofline = false;              // --roofline: peaks, flops and the fraction of the bound
 };
 
 struct Result {
@@ -92,7 +100,8 @@ struct Result {
   std::vector<double> ms;  // timed runs
   Checksum sums;
   double peak_mb = 0, rss_mb = 0;
-  std::string error;  // nonempty when the variant threw
+  std::string error;         // nonempty when the variant threw
+  std::optional<Work> work;  // with --roofline
 };
 
 double median(std::vector<double> v) {
@@ -250,7 +259,7 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
-void print_json(const Result& r, int threads) {
+void print_json(const Result& r, int threads, const Peaks* peaks) {
   std::printf("{\"workload\":\"%s\",\"variant\":\"%s\"", r.workload.c_str(), r.variant.c_str());
   if (!r.error.empty()) {
     std::printf(",\"error\":\"%s\"}\n", json_escape(r.error).c_str());
@@ -275,6 +284,14 @@ void print_json(const Result& r, int threads) {
     std::printf(",\"%s\":[", sums == &r.sums.weighted ? "weighted" : "weighted_sq");
     for (int k = 0; k < kWeights; ++k) std::printf("%s%.17g", k ? "," : "", (*sums)[k]);
     std::printf("]");
+  }
+  if (r.work && peaks) {
+    const Roofline roof = roofline(*r.work, *peaks, median(r.ms));
+    std::printf(
+        ",\"flops\":%.6g,\"input_bytes\":%.6g,\"output_bytes\":%.6g,\"gflops\":%.4g"
+        ",\"gbs\":%.4g,\"bound_ms\":%.4g,\"roofline\":%.4g,\"bound_by\":\"%s\"",
+        r.work->flops, r.work->input_bytes, r.work->output_bytes, roof.gflops, roof.gbs,
+        roof.bound_ms, roof.fraction, roof.compute_bound ? "compute" : "memory");
   }
   std::printf("}\n");
   std::fflush(stdout);
@@ -340,6 +357,56 @@ void print_table(const std::vector<std::vector<Result>>& by_workload) {
   }
 }
 
+/// A row's work (roofline.h): the fewest flops any of its variants evaluates in a warm call
+/// (untimed; the loop is counted even under --no-loop), and the bytes of its inputs and outputs.
+/// The fewest, because each variant can waste work the row does not need: a masked while_loop
+/// runs finished lanes, while a per-example loop recomputes what vmap computes once for all
+/// examples (hessian's loop does 5x its vmap's flops).
+Work count_work(const std::vector<Variant>& variants) {
+  Work w;
+  w.input_bytes = input_bytes();
+  w.flops = INFINITY;
+  for (const Variant& v : variants) {
+    const bool cold = v.once || v.name == "loop";  // no cache to warm up
+    for (int warm = 0; warm < (cold ? 0 : 2); ++warm) (void)v.run();
+    lanes::FlopCounter count;
+    const Outputs out = v.run();
+    w.flops = std::min(w.flops, count.flops());
+    w.output_bytes = 0;
+    for (const Tensor& t : out)
+      w.output_bytes += double(t.numel()) * double(lanes::dtype_size(t.dtype()));
+  }
+  return w;
+}
+
+void print_peaks(const Peaks& p) {
+  std::printf(
+      "peaks at %d threads (%s): FMA %.1f GFLOP/s (%.1f on one thread), read %.1f GB/s, "
+      "non-temporal write %.1f GB/s\n",
+      p.threads, p.isa, p.gflops, p.gflops_one, p.read_gbs, p.write_gbs);
+}
+
+/// Per row, its fastest batched variant (neither the loop nor manual) against the roofline.
+void print_roofline(const std::vector<std::vector<Result>>& by_workload, const Peaks& peaks) {
+  std::printf("\n%-26s %-28s %9s %9s %9s %8s %8s %9s %8s %s\n", "roofline", "best variant", "ms",
+              "MFLOP", "MB", "GFLOP/s", "GB/s", "bound ms", "fraction", "bound by");
+  for (const auto& rs : by_workload) {
+    const Result* best = nullptr;
+    for (const Result& r : rs) {
+      if (!r.error.empty() || !r.work || r.variant == "loop" || r.variant.rfind("manual", 0) == 0)
+        continue;
+      if (!best || median(r.ms) < median(best->ms)) best = &r;
+    }
+    if (!best) continue;
+    const double ms = median(best->ms);
+    const Roofline roof = roofline(*best->work, peaks, ms);
+    std::printf("%-26s %-28s %9.4f %9.2f %9.2f %8.2f %8.2f %9.4f %8.3f %s\n",
+                best->workload.c_str(), best->variant.c_str(), ms, best->work->flops / 1e6,
+                (best->work->input_bytes + best->work->output_bytes) / 1e6, roof.gflops, roof.gbs,
+                roof.bound_ms, roof.fraction, roof.compute_bound ? "compute" : "memory");
+  }
+}
+
 std::optional<Options> parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -361,10 +428,13 @@ std::optional<Options> parse(int argc, char** argv) {
       o.variants.push_back(argv[++i]);
     } else if (a == "--callers" && i + 1 < argc) {
       o.callers = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--roofline") {
+      o.roofline = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick] "
-                   "[--no-loop] [--variant NAME]... [--callers N] [--dump-inputs DIR]\n",
+                   "[--no-loop] [--variant NAME]... [--callers N] [--roofline] "
+                   "[--dump-inputs DIR]\n",
                    argv[0]);
       return std::nullopt;
     }
@@ -406,23 +476,38 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  std::optional<Peaks> peaks;
+  if (opt->roofline) {
+    peaks = measure_peaks(opt->threads, opt->quick);
+    if (!opt->json_only) print_peaks(*peaks);
+    std::fprintf(stderr,
+                 "{\"peaks\":{\"threads\":%d,\"isa\":\"%s\",\"gflops\":%.4g,\"gflops_one\":%.4g,"
+                 "\"read_gbs\":%.4g,\"write_gbs\":%.4g}}\n",
+                 peaks->threads, peaks->isa, peaks->gflops, peaks->gflops_one, peaks->read_gbs,
+                 peaks->write_gbs);
+  }
+
   std::vector<std::vector<Result>> results;
   bool ok = true;
   for (const Workload& w : selected) {
     std::vector<Result>& rs = results.emplace_back();
     try {
+      input_bytes() = 0;
       const std::vector<Variant> variants = w.setup();
+      std::optional<Work> work;
+      if (peaks) work = count_work(variants);
       for (const Variant& v : variants) {
         if (opt->no_loop && v.name == "loop") continue;
         if (!opt->variants.empty() &&
             std::find(opt->variants.begin(), opt->variants.end(), v.name) == opt->variants.end())
           continue;
         rs.push_back(measure(w.name, v, opt->quick, opt->callers));
-        print_json(rs.back(), opt->threads);
+        rs.back().work = work;
+        print_json(rs.back(), opt->threads, peaks ? &*peaks : nullptr);
       }
     } catch (const std::exception& e) {  // setup itself failed
       rs.push_back({w.name, "setup", {}, {}, 0, 0, e.what()});
-      print_json(rs.back(), opt->threads);
+      print_json(rs.back(), opt->threads, nullptr);
     }
     for (const std::string& bad : disagreements(rs)) {
       std::fprintf(stderr, "%s: variant %s disagrees with the first variant (checksums)\n",
@@ -431,6 +516,9 @@ int main(int argc, char** argv) {
     }
     lanes::empty_cache();
   }
-  if (!opt->json_only) print_table(results);
+  if (!opt->json_only) {
+    print_table(results);
+    if (peaks) print_roofline(results, *peaks);
+  }
   return ok ? 0 : 1;
 }

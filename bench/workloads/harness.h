@@ -57,11 +57,20 @@ inline InputLog*& input_log() {
   return log;
 }
 
+/// The bytes of the inputs the running setup() named; main() resets it before each setup().
+inline double& input_bytes() {
+  static double bytes = 0;
+  return bytes;
+}
+
 /// Records the workload's inputs by name when dumping (--dump-inputs, see dump.h): the arrays
 /// the peer scripts of bench/peers/ read, so a setup() names every input its variants use.
+/// They also count towards the row's input bytes (the roofline's reads, roofline.h).
 inline void inputs(std::initializer_list<std::pair<const char*, Tensor>> named) {
-  if (InputLog* log = input_log())
-    for (const auto& [name, t] : named) log->tensors.emplace_back(name, t);
+  for (const auto& [name, t] : named) {
+    input_bytes() += double(t.numel()) * double(lanes::dtype_size(t.dtype()));
+    if (InputLog* log = input_log()) log->tensors.emplace_back(name, t);
+  }
 }
 
 /// Records a number the peers need (a threshold, a tolerance, a step count) when dumping.
@@ -115,6 +124,7 @@ struct Checksum {
   double sum = 0, abs = 0;
   std::array<double, kWeights> weighted{}, weighted_sq{};  // sum of w x and of (w x)^2
   std::vector<Shape> shapes;
+  double bytes = 0;  // of the outputs
 };
 
 /// splitmix64: a cheap hash whose 64 bits give the kWeights 16-bit weights of a position.
@@ -130,6 +140,7 @@ inline Checksum checksum(const Outputs& outs) {
   uint64_t position = 0;
   for (const Tensor& leaf : outs) {
     c.shapes.push_back(leaf.shape());
+    c.bytes += double(leaf.numel()) * double(lanes::dtype_size(leaf.dtype()));
     const Tensor t = leaf.contiguous();
     lanes::visit_dtype(t.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;

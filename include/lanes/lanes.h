@@ -6,6 +6,7 @@
 #include "lanes/collectives.h"
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
+#include "lanes/cost.h"
 #include "lanes/custom.h"
 #include "lanes/determinism.h"
 #include "lanes/dtype.h"

@@ -141,6 +141,17 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
   /// merge or drop it; eager and compiled runs then communicate in the same order.
   virtual bool has_effects() const { return false; }
 
+  /// Floating-point operations of one evaluation on values of these types, for lanes::FlopCounter
+  /// (lanes/cost.h): a multiply-add counts 2, any other arithmetic, comparison or transcendental
+  /// element operation 1; moves, casts, selects and random bits count 0. A control-flow
+  /// primitive counts 0 itself: the nodes of its sub-graphs count as they run.
+  virtual double flops(const std::vector<TensorType>& inputs,
+                       const std::vector<TensorType>& outputs) const {
+    (void)inputs;
+    (void)outputs;
+    return 0;
+  }
+
   virtual std::vector<Tensor> vjp_wanted(const std::vector<Tensor>& primals,
                                          const std::vector<Tensor>& cotangents,
                                          const std::vector<Tensor>& outputs,

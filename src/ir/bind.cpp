@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "ir/trace.h"
+#include "lanes/cost.h"
 #include "lanes/primitive.h"
 
 namespace lanes {
@@ -53,6 +54,11 @@ std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& in
     trace = detail::active_trace(detail::trace_depth() - 1);
   if (trace) return trace->record(prim, inputs, std::move(out_types));
   std::vector<Tensor> outputs = prim->eval(inputs);
+  if (detail::counting_flops()) {
+    std::vector<TensorType> in_types;
+    for (const Tensor& t : inputs) in_types.push_back({t.shape(), t.dtype()});
+    detail::count_flops(prim->flops(in_types, out_types));
+  }
 #ifndef NDEBUG
   // The shape rule and the kernel must agree; a mismatch is a bug in lanes, not bad input.
   check(outputs.size() == out_types.size(), describe(*prim), ": eval gave ", outputs.size(),

@@ -197,6 +197,18 @@ std::vector<TensorType> Conv::infer(const std::vector<TensorType>& in) const {
   return {{out, in[0].dtype}};
 }
 
+namespace {
+/// A multiply-add per weight element per example and output position of the convolution (ct is
+/// its (N, O, H', W') output): the same for the conv and its two transposes.
+double conv_flops(const Shape& ct, const Shape& weight) {
+  return 2 * double(ct[0]) * double(ct[2]) * double(ct[3]) * double(shape_numel(weight));
+}
+}  // namespace
+
+double Conv::flops(const std::vector<TensorType>& in, const std::vector<TensorType>& out) const {
+  return conv_flops(out[0].shape, in[1].shape);
+}
+
 std::vector<Tensor> Conv::eval(const std::vector<Tensor>& in) const {
   return {kernels::conv2d(in[0], in[1], p_)};
 }
@@ -257,6 +269,11 @@ std::vector<TensorType> ConvTranspose::infer(const std::vector<TensorType>& in) 
   for (int i = 0; i < 2; ++i)
     check_fits(op, "output", p_, i, size_[i], ws[2 + i], ys[2 + i], where);
   return {{{ys[0], ws[1] * g, size_[0], size_[1]}, in[0].dtype}};
+}
+
+double ConvTranspose::flops(const std::vector<TensorType>& in,
+                            const std::vector<TensorType>&) const {
+  return conv_flops(in[0].shape, in[1].shape);
 }
 
 std::vector<Tensor> ConvTranspose::eval(const std::vector<Tensor>& in) const {
@@ -320,6 +337,11 @@ std::vector<TensorType> ConvWeightGrad::infer(const std::vector<TensorType>& in)
     check_fits(op, "input", p_, i, xs[2 + i], kernel_[i], cs[2 + i], where);
   }
   return {{{cs[1], xs[1] / g, kernel_[0], kernel_[1]}, in[0].dtype}};
+}
+
+double ConvWeightGrad::flops(const std::vector<TensorType>& in,
+                             const std::vector<TensorType>& out) const {
+  return conv_flops(in[1].shape, out[0].shape);
 }
 
 std::vector<Tensor> ConvWeightGrad::eval(const std::vector<Tensor>& in) const {

@@ -21,6 +21,10 @@ std::vector<TensorType> CumSum::infer(const std::vector<TensorType>& in) const {
   return single(s, in[0].dtype);
 }
 
+double CumSum::flops(const std::vector<TensorType>& in, const std::vector<TensorType>&) const {
+  return is_floating(in[0].dtype) ? double(shape_numel(in[0].shape)) : 0;
+}
+
 std::vector<Tensor> CumSum::eval(const std::vector<Tensor>& in) const {
   return {kernels::cumsum(in[0], axis_, reverse_)};
 }

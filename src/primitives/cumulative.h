@@ -18,6 +18,8 @@ class CumSum : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  double flops(const std::vector<TensorType>& in,
+               const std::vector<TensorType>& out) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;

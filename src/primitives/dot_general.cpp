@@ -97,6 +97,13 @@ std::vector<TensorType> DotGeneral::infer(const std::vector<TensorType>& in) con
   return single(std::move(out), in[0].dtype);
 }
 
+double DotGeneral::flops(const std::vector<TensorType>& in,
+                         const std::vector<TensorType>& out) const {
+  double k = 1;
+  for (int64_t d : dims_.lhs_contracting) k *= double(in[0].shape[size_t(d)]);
+  return 2 * k * double(shape_numel(out[0].shape));
+}
+
 std::vector<Tensor> DotGeneral::eval(const std::vector<Tensor>& in) const {
   return {kernels::dot_general(in[0], in[1], dims_.lhs_contracting, dims_.rhs_contracting,
                                dims_.lhs_batch, dims_.rhs_batch)};

@@ -140,6 +140,10 @@ std::vector<TensorType> Unary::infer(const std::vector<TensorType>& in) const {
   return single(in[0].shape, in[0].dtype);
 }
 
+double Unary::flops(const std::vector<TensorType>& in, const std::vector<TensorType>& out) const {
+  return is_floating(in[0].dtype) ? double(shape_numel(out[0].shape)) : 0;
+}
+
 std::vector<Tensor> Unary::eval(const std::vector<Tensor>& in) const {
   return {kernels::unary(kind_, in[0], /*reuse=*/true)};
 }
@@ -168,6 +172,10 @@ std::vector<TensorType> Binary::infer(const std::vector<TensorType>& in) const {
   check(kernels::binary_accepts(kind_, in[0].dtype), op, ": does not accept operands of ",
         type_str(in[0]));
   return single(in[0].shape, is_comparison() ? DType::Bool : in[0].dtype);
+}
+
+double Binary::flops(const std::vector<TensorType>& in, const std::vector<TensorType>& out) const {
+  return is_floating(in[0].dtype) ? double(shape_numel(out[0].shape)) : 0;
 }
 
 std::vector<Tensor> Binary::eval(const std::vector<Tensor>& in) const {

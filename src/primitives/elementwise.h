@@ -20,6 +20,8 @@ class Unary : public Primitive {
                            const detail::MaskContext& ctx) const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  double flops(const std::vector<TensorType>& in,
+               const std::vector<TensorType>& out) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;
@@ -41,6 +43,8 @@ class Binary : public Primitive {
                            const detail::MaskContext& ctx) const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
+  double flops(const std::vector<TensorType>& in,
+               const std::vector<TensorType>& out) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   std::vector<Tensor> jvp(const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents,
                           const std::vector<Tensor>& outputs) const override;

@@ -65,6 +65,12 @@ std::vector<TensorType> Reduce::infer(const std::vector<TensorType>& in) const {
   return single(std::move(out), in[0].dtype);
 }
 
+double Reduce::flops(const std::vector<TensorType>& in, const std::vector<TensorType>& out) const {
+  // n - 1 operations fold n values into one.
+  if (!is_floating(in[0].dtype)) return 0;
+  return double(shape_numel(in[0].shape) - shape_numel(out[0].shape));
+}
+
 std::vector<Tensor> Reduce::eval(const std::vector<Tensor>& in) const {
   return {kernels::reduce(kind_, in[0], axes_)};
 }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "lanes/compile.h"
+#include "lanes/cost.h"
 #include "runtime/thread_pool.h"
 
 namespace lanes::detail {
@@ -27,6 +28,15 @@ bool any_traced(const std::vector<Tensor>& leaves) {
     if (t.is_tracer()) return true;
   return false;
 }
+
+namespace {
+void count_node_flops(const Graph& g, const Node& n) {
+  std::vector<TensorType> in, out;
+  for (ValueId v : n.inputs) in.push_back(g.types[v]);
+  for (ValueId v : n.outputs) out.push_back(g.types[v]);
+  count_flops(n.prim->flops(in, out));
+}
+}  // namespace
 
 std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
   check(g.captured.empty(), "execute: a compiled graph cannot read values of enclosing traces");
@@ -53,6 +63,7 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
       const bool again = std::find(n.inputs.begin() + k + 1, n.inputs.end(), v) != n.inputs.end();
       args.push_back(last_use[v] == int64_t(i) && !again ? std::move(env[v]) : env[v]);
     }
+    if (counting_flops()) count_node_flops(g, n);
     std::vector<Tensor> outs = n.prim->eval_consuming(std::move(args));
     args.clear();  // moved from: empty it before its reuse
     for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);

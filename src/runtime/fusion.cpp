@@ -63,6 +63,19 @@ class FusedElementwise : public Primitive {
     return kernels::run_fused(program_, shape_, in);
   }
 
+  /// The chain's arithmetic steps on floats, each once per element, then the tail reduction.
+  double flops(const std::vector<TensorType>&, const std::vector<TensorType>& out) const override {
+    const double n = double(shape_numel(shape_));
+    double total = 0;
+    for (const kernels::FusedStep& step : program_.steps) {
+      const bool arithmetic = step.kind == kernels::FusedStep::Kind::Unary ||
+                              step.kind == kernels::FusedStep::Kind::Binary;
+      if (arithmetic && is_floating(step.operand_type)) total += n;
+    }
+    if (reduce_) total += n - double(shape_numel(out[0].shape));
+    return total;
+  }
+
  private:
   FusedProgram program_;
   Shape shape_;

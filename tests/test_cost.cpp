@@ -1,0 +1,91 @@
+// lanes::FlopCounter against hand counts: 2 M N K for a product, one per element for arithmetic,
+// n - 1 per reduced row, a multiply-add per weight, output position and example for a conv, and
+// the iterations a while_loop actually ran.
+#include <gtest/gtest.h>
+
+#include "lanes/lanes.h"
+
+using namespace lanes;
+
+namespace {
+Tensor randn(const Shape& shape, uint64_t seed) { return random::normal(random::key(seed), shape); }
+}  // namespace
+
+TEST(FlopCounter, ProductsAndElementwise) {
+  const Tensor x = randn({4, 8}, 1), w = randn({8, 3}, 2), b = randn({3}, 3);
+  FlopCounter count;
+  const Tensor y = tanh(matmul(x, w) + b);  // 2 * 4 * 3 * 8, then 12 adds and 12 tanh
+  EXPECT_EQ(count.flops(), 2.0 * 4 * 3 * 8 + 12 + 12);
+  const Tensor s = sum(y, std::vector<int64_t>{1});  // 4 rows of 3: 2 adds each
+  EXPECT_EQ(count.flops(), 2.0 * 4 * 3 * 8 + 24 + 8);
+  (void)s;
+}
+
+TEST(FlopCounter, MovesCastsAndIntegersCountNothing) {
+  const Tensor x = randn({5, 6}, 4);
+  const Tensor i = iota({30}, 0, kInt32);
+  FlopCounter count;
+  (void)transpose(x, {1, 0});
+  (void)reshape(x, {30});
+  (void)cast(x, kFloat64);
+  (void)(i + i);
+  (void)where(x > 0.0, x, x * 0.0);  // the comparison and the multiply count, the select not
+  EXPECT_EQ(count.flops(), 30.0 + 30.0);
+}
+
+TEST(FlopCounter, ConvolutionAndItsGradients) {
+  const Tensor x = randn({2, 3, 8, 8}, 5), w = randn({4, 3, 3, 3}, 6);
+  Conv2dOptions same;
+  same.padding = {1, 1};
+  const double per_conv = 2.0 * 2 * 8 * 8 * (4 * 3 * 3 * 3);  // examples x positions x weights
+  {
+    FlopCounter count;
+    (void)conv2d(x, w, same);
+    EXPECT_EQ(count.flops(), per_conv);
+  }
+  // The gradient in x and in w: one transposed conv each, the same multiply-adds, plus the
+  // reduction of the loss (sum of 2 * 4 * 8 * 8 outputs).
+  auto loss = [&](const Tensor& xx, const Tensor& ww) { return sum(conv2d(xx, ww, same)); };
+  (void)value_and_grad(loss, {0, 1})(x, w);  // warm: autodiff builds its rules once
+  FlopCounter count;
+  (void)grad(loss, {0, 1})(x, w);
+  EXPECT_EQ(count.flops(), 3 * per_conv + (2 * 4 * 8 * 8 - 1));
+}
+
+TEST(FlopCounter, CompiledGraphsCountAsTheyRun) {
+  const Tensor w = randn({8, 4}, 7);
+  auto f = [&](const Tensor& x) { return tanh(matmul(x, w)) * 2.0; };
+  auto fast = compile(vmap(f));
+  const Tensor x = randn({16, 8}, 8);
+  for (int warm = 0; warm < 2; ++warm) (void)fast(x);
+  FlopCounter count;
+  (void)fast(x);
+  // The product, then tanh and the multiply, fused or not: one each per output element.
+  EXPECT_EQ(count.flops(), 2.0 * 16 * 4 * 8 + 2 * 16 * 4);
+}
+
+TEST(FlopCounter, WhileLoopCountsTheIterationsItRan) {
+  auto doubling = [](double start) {
+    FlopCounter count;
+    (void)while_loop([](const Tensor& v) { return v < 100.0; },
+                     [](const Tensor& v) { return v * 2.0; }, scalar(start));
+    return count.flops();
+  };
+  // From 1: 8 tests (1, 2, ..., 128) and 7 doublings; from 64: 2 tests and 1 doubling.
+  EXPECT_EQ(doubling(1.0), 8.0 + 7.0);
+  EXPECT_EQ(doubling(64.0), 2.0 + 1.0);
+}
+
+TEST(FlopCounter, CountersNest) {
+  const Tensor x = randn({10}, 9);
+  FlopCounter outer;
+  (void)exp(x);
+  {
+    FlopCounter inner;
+    (void)(x * x);
+    EXPECT_EQ(inner.flops(), 10.0);
+    EXPECT_EQ(inner.evaluations(), 1);
+  }
+  EXPECT_EQ(outer.flops(), 20.0);
+  EXPECT_EQ(outer.evaluations(), 2);
+}
