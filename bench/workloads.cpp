@@ -102,6 +102,9 @@ struct Result {
   double peak_mb = 0, rss_mb = 0;
   std::string error;         // nonempty when the variant threw
   std::optional<Work> work;  // with --roofline
+  // With --roofline: where one warm call's time went, per primitive (lanes::FlopCounter).
+  std::map<std::string, lanes::FlopCounter::PerPrimitive> profile;
+  double profiled_ms = 0;
 };
 
 double median(std::vector<double> v) {
@@ -362,7 +365,12 @@ void print_table(const std::vector<std::vector<Result>>& by_workload) {
 /// The fewest, because each variant can waste work the row does not need: a masked while_loop
 /// runs finished lanes, while a per-example loop recomputes what vmap computes once for all
 /// examples (hessian's loop does 5x its vmap's flops).
-Work count_work(const std::vector<Variant>& variants) {
+struct Profiled {
+  std::map<std::string, lanes::FlopCounter::PerPrimitive> by_primitive;
+  double ms = 0;
+};
+
+Work count_work(const std::vector<Variant>& variants, std::map<std::string, Profiled>& profiles) {
   Work w;
   w.input_bytes = input_bytes();
   w.flops = INFINITY;
@@ -370,13 +378,39 @@ Work count_work(const std::vector<Variant>& variants) {
     const bool cold = v.once || v.name == "loop";  // no cache to warm up
     for (int warm = 0; warm < (cold ? 0 : 2); ++warm) (void)v.run();
     lanes::FlopCounter count;
+    const double start = lanes::detail::counter_clock();
     const Outputs out = v.run();
+    profiles[v.name] = {count.by_primitive(), (lanes::detail::counter_clock() - start) * 1e3};
     w.flops = std::min(w.flops, count.flops());
     w.output_bytes = 0;
     for (const Tensor& t : out)
       w.output_bytes += double(t.numel()) * double(lanes::dtype_size(t.dtype()));
   }
   return w;
+}
+
+/// The primitives that took most of a profiled call: name, share of the call, GFLOP/s and the
+/// fraction of the FMA peak (control flow's share includes its sub-graphs').
+std::string top_primitives(const Result& r, const Peaks& peaks, int n = 3) {
+  std::vector<std::pair<std::string, lanes::FlopCounter::PerPrimitive>> by(r.profile.begin(),
+                                                                           r.profile.end());
+  std::sort(by.begin(), by.end(),
+            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  std::string out;
+  char buf[160];
+  for (int i = 0; i < std::min<int>(n, int(by.size())); ++i) {
+    const auto& [name, c] = by[size_t(i)];
+    const double gflops = c.seconds > 0 ? c.flops / c.seconds / 1e9 : 0;
+    std::snprintf(buf, sizeof buf, "%s%s %.0f%%", i ? "; " : "", name.c_str(),
+                  100 * c.seconds * 1e3 / r.profiled_ms);
+    out += buf;
+    if (c.flops > 0) {
+      std::snprintf(buf, sizeof buf, " at %.0f GFLOP/s (%.2f of peak)", gflops,
+                    gflops / peaks.gflops);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 void print_peaks(const Peaks& p) {
@@ -404,6 +438,8 @@ void print_roofline(const std::vector<std::vector<Result>>& by_workload, const P
                 best->workload.c_str(), best->variant.c_str(), ms, best->work->flops / 1e6,
                 (best->work->input_bytes + best->work->output_bytes) / 1e6, roof.gflops, roof.gbs,
                 roof.bound_ms, roof.fraction, roof.compute_bound ? "compute" : "memory");
+    if (!best->profile.empty())
+      std::printf("%-26s   %s\n", "", top_primitives(*best, peaks).c_str());
   }
 }
 
@@ -495,7 +531,8 @@ int main(int argc, char** argv) {
       input_bytes() = 0;
       const std::vector<Variant> variants = w.setup();
       std::optional<Work> work;
-      if (peaks) work = count_work(variants);
+      std::map<std::string, Profiled> profiles;
+      if (peaks) work = count_work(variants, profiles);
       for (const Variant& v : variants) {
         if (opt->no_loop && v.name == "loop") continue;
         if (!opt->variants.empty() &&
@@ -503,6 +540,8 @@ int main(int argc, char** argv) {
           continue;
         rs.push_back(measure(w.name, v, opt->quick, opt->callers));
         rs.back().work = work;
+        rs.back().profile = profiles[v.name].by_primitive;
+        rs.back().profiled_ms = profiles[v.name].ms;
         print_json(rs.back(), opt->threads, peaks ? &*peaks : nullptr);
       }
     } catch (const std::exception& e) {  // setup itself failed

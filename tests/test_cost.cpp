@@ -89,3 +89,31 @@ TEST(FlopCounter, CountersNest) {
   EXPECT_EQ(outer.flops(), 20.0);
   EXPECT_EQ(outer.evaluations(), 2);
 }
+
+TEST(FlopCounter, ByPrimitive) {
+  const Tensor x = randn({6, 5}, 10), w = randn({5, 4}, 11);
+  FlopCounter count;
+  (void)matmul(x, w);
+  (void)matmul(x, w);
+  (void)exp(x);
+  const auto& by = count.by_primitive();
+  ASSERT_EQ(by.count("dot_general"), 1u);
+  EXPECT_EQ(by.at("dot_general").evaluations, 2);
+  EXPECT_EQ(by.at("dot_general").flops, 2 * (2.0 * 6 * 4 * 5));
+  EXPECT_GE(by.at("dot_general").seconds, 0.0);
+  EXPECT_EQ(by.at("exp").flops, 30.0);
+  double total = 0;
+  for (const auto& [name, c] : by) total += c.flops;
+  EXPECT_EQ(total, count.flops());
+}
+
+TEST(FlopCounter, ShortcutsCountTheWorkDone) {
+  // A large product with the identity is a view of the other factor: nothing multiplied.
+  const Tensor w = randn({256, 256}, 12), x = randn({256, 64}, 13);
+  FlopCounter count;
+  const Tensor same = matmul(eye(256), w);
+  EXPECT_EQ(count.flops(), 0.0);
+  (void)matmul(w, x);  // an ordinary product still counts in full
+  EXPECT_EQ(count.flops(), 2.0 * 256 * 64 * 256);
+  EXPECT_EQ(same.to_vector<float>(), w.to_vector<float>());
+}

@@ -3,6 +3,7 @@
 //     lanes::FlopCounter count;
 //     auto grads = per_example_loop();   // anything: eager ops, compiled graphs, loops
 //     double flops = count.flops();
+//     for (auto& [name, c] : count.by_primitive()) ...  // evaluations, flops, seconds
 //
 // jax's cost_analysis() estimates the flops of one compiled program from its HLO, counting a
 // while loop's body once. The counter instead adds up every primitive as it evaluates (each
@@ -11,14 +12,26 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace lanes {
+
+class Primitive;
 
 namespace detail {
 /// Whether a FlopCounter lives on this thread (one thread-local load: the executor asks per node).
 bool counting_flops();
-/// Adds one evaluation's flops to this thread's counters.
-void count_flops(double flops);
+/// Seconds on a monotonic clock, for timing one evaluation.
+double counter_clock();
+/// Adds one evaluation of `prim` to this thread's counters.
+void count_flops(const Primitive& prim, double flops, double seconds);
+/// A kernel that found a shortcut (a product with the identity) tells the counters that this much
+/// of its primitive's nominal flops did not run; the evaluation counts the rest.
+void skip_flops(double flops);
+/// The flops skipped on this thread so far, replaced by `value` (evaluations nest: each takes its
+/// own share and restores its caller's).
+double exchange_skipped_flops(double value);
 }  // namespace detail
 
 /// Counts the flops of the primitives evaluated on this thread while it lives (a multiply-add
@@ -36,10 +49,19 @@ class FlopCounter {
   /// Primitive evaluations counted (fused chains count once).
   int64_t evaluations() const { return evaluations_; }
 
+  /// Per primitive name: where the flops and the time went. A control-flow primitive's seconds
+  /// include its sub-graphs' (whose nodes also count under their own names).
+  struct PerPrimitive {
+    int64_t evaluations = 0;
+    double flops = 0, seconds = 0;
+  };
+  const std::map<std::string, PerPrimitive>& by_primitive() const { return by_primitive_; }
+
  private:
-  friend void detail::count_flops(double flops);
+  friend void detail::count_flops(const Primitive& prim, double flops, double seconds);
   FlopCounter* outer_;
   double flops_ = 0;
   int64_t evaluations_ = 0;
+  std::map<std::string, PerPrimitive> by_primitive_;
 };
 }  // namespace lanes

@@ -38,6 +38,20 @@ std::vector<TensorType> infer(const Primitive& prim, const std::vector<Tensor>& 
   fill_types(prim, inputs, scratch);
   return prim.infer(scratch);
 }
+
+/// eval under a FlopCounter: the flops and the time of the evaluation.
+std::vector<Tensor> counted_eval(const Primitive& prim, const std::vector<Tensor>& inputs,
+                                 const std::vector<TensorType>& out_types) {
+  std::vector<TensorType> in_types;
+  for (const Tensor& t : inputs) in_types.push_back({t.shape(), t.dtype()});
+  const double caller_skipped = detail::exchange_skipped_flops(0);
+  const double start = detail::counter_clock();
+  std::vector<Tensor> outputs = prim.eval(inputs);
+  const double seconds = detail::counter_clock() - start;
+  const double skipped = detail::exchange_skipped_flops(caller_skipped);
+  detail::count_flops(prim, prim.flops(in_types, out_types) - skipped, seconds);
+  return outputs;
+}
 }  // namespace
 
 std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& inputs) {
@@ -53,12 +67,8 @@ std::vector<Tensor> bind(const PrimitivePtr& prim, const std::vector<Tensor>& in
   if (!trace && prim->has_effects() && detail::trace_depth() > 0)
     trace = detail::active_trace(detail::trace_depth() - 1);
   if (trace) return trace->record(prim, inputs, std::move(out_types));
+  if (detail::counting_flops()) return counted_eval(*prim, inputs, out_types);
   std::vector<Tensor> outputs = prim->eval(inputs);
-  if (detail::counting_flops()) {
-    std::vector<TensorType> in_types;
-    for (const Tensor& t : inputs) in_types.push_back({t.shape(), t.dtype()});
-    detail::count_flops(prim->flops(in_types, out_types));
-  }
 #ifndef NDEBUG
   // The shape rule and the kernel must agree; a mismatch is a bug in lanes, not bad input.
   check(outputs.size() == out_types.size(), describe(*prim), ": eval gave ", outputs.size(),

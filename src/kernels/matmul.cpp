@@ -14,6 +14,7 @@
 #include "kernels/gemm_in_order.h"
 #include "kernels/matmul_small.h"
 #include "kernels/matmul_xsmm.h"
+#include "lanes/cost.h"
 #include "lanes/determinism.h"
 #include "lanes/parallel.h"
 #include "runtime/thread_pool.h"
@@ -307,9 +308,10 @@ std::optional<Tensor> identity_product(const Operand& a, const Operand& b, const
   if (flops < 4e6 || shape.size() != 2) return {};  // ~128^3: below, a GEMM costs no more
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
-  if (is_identity(pa, a.m) && all_finite(pb, b.m, in_order)) return matrix_view(b, shape);
-  if (is_identity(pb, b.m) && all_finite(pa, a.m, in_order)) return matrix_view(a, shape);
-  return {};
+  const bool left = is_identity(pa, a.m) && all_finite(pb, b.m, in_order);
+  if (!left && !(is_identity(pb, b.m) && all_finite(pa, a.m, in_order))) return {};
+  detail::skip_flops(flops);  // a FlopCounter counts the work done, not the nominal product's
+  return matrix_view(left ? b : a, shape);
 }
 
 // A product with a degenerate matrix (M, N or K of 1) by the hand loops of matmul_small.h, which

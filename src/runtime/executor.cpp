@@ -30,11 +30,18 @@ bool any_traced(const std::vector<Tensor>& leaves) {
 }
 
 namespace {
-void count_node_flops(const Graph& g, const Node& n) {
+/// eval_consuming under a FlopCounter: the flops and the time of the evaluation.
+std::vector<Tensor> counted_eval(const Graph& g, const Node& n, std::vector<Tensor> args) {
   std::vector<TensorType> in, out;
   for (ValueId v : n.inputs) in.push_back(g.types[v]);
   for (ValueId v : n.outputs) out.push_back(g.types[v]);
-  count_flops(n.prim->flops(in, out));
+  const double caller_skipped = exchange_skipped_flops(0);
+  const double start = counter_clock();
+  std::vector<Tensor> outs = n.prim->eval_consuming(std::move(args));
+  const double seconds = counter_clock() - start;
+  const double skipped = exchange_skipped_flops(caller_skipped);
+  count_flops(*n.prim, n.prim->flops(in, out) - skipped, seconds);
+  return outs;
 }
 }  // namespace
 
@@ -63,8 +70,8 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
       const bool again = std::find(n.inputs.begin() + k + 1, n.inputs.end(), v) != n.inputs.end();
       args.push_back(last_use[v] == int64_t(i) && !again ? std::move(env[v]) : env[v]);
     }
-    if (counting_flops()) count_node_flops(g, n);
-    std::vector<Tensor> outs = n.prim->eval_consuming(std::move(args));
+    std::vector<Tensor> outs = counting_flops() ? counted_eval(g, n, std::move(args))
+                                                : n.prim->eval_consuming(std::move(args));
     args.clear();  // moved from: empty it before its reuse
     for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
     for (ValueId v : n.inputs)
