@@ -1,8 +1,9 @@
-// GEMM libraries on this machine, for issue 29's choice of kernel library: OpenBLAS (Debian,
-// lanes' BLAS), and where installed oneDNN (libdnnl-dev) and BLIS (libblis-dev), on the float32
-// shapes of jacobian_mlp and perex_mlp, against the FMA peak. Each library runs single-threaded
-// on one thread, then on two threads that each take half the columns (what lanes' pool does with
-// a large product), and oneDNN also with its own OpenMP team.
+// GEMM libraries on this machine, for issue 29's choice of kernel library: OpenBLAS (Debian),
+// oneDNN (libdnnl-dev, lanes' float32 GEMM) and, where installed, BLIS (libblis4-serial), on the
+// float32 shapes of jacobian_mlp and perex_mlp, against the FMA peak. First lanes::matmul itself
+// at 2 threads; then each library single-threaded on one thread, on two threads that each take
+// half the columns (what lanes' pool does with a large product), and oneDNN with its own OpenMP
+// team.
 //
 //   build/bench/gemm_libraries
 #include <cblas.h>
@@ -14,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "lanes/lanes.h"
 
 #ifdef LANES_BENCH_DNNL
 #include <omp.h>
@@ -80,6 +83,17 @@ int main() {
   std::printf(
       "float32 GEMM, GFLOP/s (best of several runs; compare bench/workloads --roofline's "
       "FMA peak)\n");
+  // What lanes runs: lanes::matmul at 2 threads (the pool splits the product, each block one
+  // single-threaded GEMM of the library lanes chose).
+  lanes::set_num_threads(2);
+  for (const Shape& s : shapes) {
+    const lanes::Tensor a = lanes::random::normal(lanes::random::key(1), {s.m, s.k});
+    const lanes::Tensor b = lanes::random::normal(lanes::random::key(2), {s.k, s.n});
+    const double flops = 2.0 * s.m * s.n * s.k;
+    const double t = best_seconds([&] { (void)lanes::matmul(a, b); }, flops > 1e10 ? 3 : 20);
+    std::printf("  %-9s %-34s %4d x %4d x %4d   2 threads (lanes' pool) %6.1f\n", "lanes", s.what,
+                s.m, s.n, s.k, flops / t / 1e9);
+  }
   openblas_set_num_threads(1);
   run(
       "OpenBLAS",

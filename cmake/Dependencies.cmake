@@ -29,6 +29,24 @@ if(NOT TARGET lanes::xsmm)
     INTERFACE_LINK_LIBRARIES "BLAS::BLAS;Threads::Threads;${CMAKE_DL_LIBS};m")
 endif()
 
+# oneDNN (libdnnl-dev): the float32 GEMMs of large products (src/kernels/gemm.cpp), 10-20%
+# faster than OpenBLAS single-threaded on the rows' shapes here (bench/gemm_libraries). Debian
+# builds it on OpenMP, whose team size is a per-thread setting: each pool thread that calls it sets
+# its own to 1, so no libgomp team starts (the reason OpenBLAS's OpenMP build is not used above).
+find_dependency(OpenMP COMPONENTS CXX)
+find_path(LANES_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h)
+find_library(LANES_DNNL_LIBRARY dnnl)
+if(NOT LANES_DNNL_INCLUDE_DIR OR NOT LANES_DNNL_LIBRARY)
+  message(FATAL_ERROR "lanes needs oneDNN, which was not found (apt-get install libdnnl-dev)")
+endif()
+if(NOT TARGET lanes::dnnl)
+  add_library(lanes::dnnl UNKNOWN IMPORTED)
+  set_target_properties(lanes::dnnl PROPERTIES
+    IMPORTED_LOCATION "${LANES_DNNL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${LANES_DNNL_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES "${OpenMP_CXX_LIBRARIES}")
+endif()
+
 # MPI, when lanes was built with LANES_WITH_MPI (set by the build, and by lanesConfig.cmake).
 if(LANES_WITH_MPI)
   find_dependency(MPI COMPONENTS CXX)

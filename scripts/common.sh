@@ -4,7 +4,7 @@ set -euo pipefail
 
 LANES_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LANES_PACKAGES=(g++ cmake make libopenblas-pthread-dev libgtest-dev libxsimd-dev libopenmpi-dev openmpi-bin
-  libxsmm-dev python3-dev python3-venv)
+  libxsmm-dev libdnnl-dev python3-dev python3-venv)
 
 lanes_install_deps() {
   local missing=()

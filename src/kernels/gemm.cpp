@@ -1,6 +1,7 @@
 #include "kernels/gemm.h"
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 
@@ -11,6 +12,7 @@
 #include "runtime/thread_pool.h"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" void omp_set_num_threads(int);
 
 namespace lanes::kernels {
 namespace {
@@ -27,15 +29,29 @@ void blas_single_threaded() {
   (void)once;
 }
 
+// oneDNN (Debian's OpenMP build) runs on the calling thread too: OpenMP's team size is a setting
+// of each thread, so every thread that calls it sets its own to 1 once.
+void dnnl_single_threaded() {
+  static thread_local const bool once = (omp_set_num_threads(1), true);
+  (void)once;
+}
+
+// float32 by oneDNN (bench/gemm_libraries: 177-179 GFLOP/s on one core against OpenBLAS's
+// 156-163 for jacobian_mlp's and perex_mlp's products), float64 by OpenBLAS (oneDNN has none).
 template <class T>
 void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc) {
-  const auto I = [](int64_t v) { return static_cast<int>(v); };
-  const CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, A, B, I(m), I(n), I(k), 1.0f, a, I(lda), b, I(ldb), beta, c, I(ldc));
-  else
+  if constexpr (std::is_same_v<T, float>) {
+    dnnl_single_threaded();
+    const dnnl_status_t status =
+        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+    check(status == dnnl_success, "gemm: oneDNN's sgemm failed (status ", int(status), ") for ", m,
+          " x ", n, " x ", k);
+  } else {
+    const auto I = [](int64_t v) { return static_cast<int>(v); };
+    const CBLAS_TRANSPOSE A = ta ? CblasTrans : CblasNoTrans, B = tb ? CblasTrans : CblasNoTrans;
     cblas_dgemm(CblasRowMajor, A, B, I(m), I(n), I(k), 1.0, a, I(lda), b, I(ldb), beta, c, I(ldc));
+  }
 }
 
 }  // namespace
