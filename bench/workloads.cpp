@@ -4,7 +4,7 @@
 // variants of a workload disagree (their checksums differ) or one fails.
 //
 //     build/bench/workloads [--workload NAME]... [--threads N] [--json-only] [--quick]
-//                           [--no-loop] [--variant NAME]... [--callers N] [--roofline]
+//                           [--no-loop] [--variant NAME]... [--callers N] [--roofline] [--profile]
 //                           [--dump-inputs DIR]
 //
 // --no-loop skips the loop variants; --variant runs only the named variants (for a profiler).
@@ -15,7 +15,8 @@
 // --roofline first measures the machine's peaks, then for each row counts the flops its loop
 // variant evaluates (one untimed run under lanes::FlopCounter) and prints, per variant and for the
 // row's best batched variant, the achieved GFLOP/s and GB/s and the fraction of the roofline
-// bound (workloads/roofline.h).
+// bound (workloads/roofline.h), with the three primitives that took most of its time (--profile:
+// every primitive).
 //
 // --dump-inputs DIR writes the selected workloads' inputs as .npy files and a manifest (see
 // workloads/dump.h) instead of timing them: the inputs bench/peers/ reads.
@@ -93,6 +94,7 @@ struct Options {
   std::vector<std::string> variants;  // --variant: only these (empty: all)
   int callers = 1;                    // --callers: application threads calling each variant at once
   bool roofline = false;              // --roofline: peaks, flops and the fraction of the bound
+  bool profile = false;               // --profile: --roofline, and every primitive's share
 };
 
 struct Result {
@@ -391,7 +393,7 @@ Work count_work(const std::vector<Variant>& variants, std::map<std::string, Prof
 
 /// The primitives that took most of a profiled call: name, share of the call, GFLOP/s and the
 /// fraction of the FMA peak (control flow's share includes its sub-graphs').
-std::string top_primitives(const Result& r, const Peaks& peaks, int n = 3) {
+std::string top_primitives(const Result& r, const Peaks& peaks, int n, const char* separator) {
   std::vector<std::pair<std::string, lanes::FlopCounter::PerPrimitive>> by(r.profile.begin(),
                                                                            r.profile.end());
   std::sort(by.begin(), by.end(),
@@ -401,8 +403,8 @@ std::string top_primitives(const Result& r, const Peaks& peaks, int n = 3) {
   for (int i = 0; i < std::min<int>(n, int(by.size())); ++i) {
     const auto& [name, c] = by[size_t(i)];
     const double gflops = c.seconds > 0 ? c.flops / c.seconds / 1e9 : 0;
-    std::snprintf(buf, sizeof buf, "%s%s %.0f%%", i ? "; " : "", name.c_str(),
-                  100 * c.seconds * 1e3 / r.profiled_ms);
+    std::snprintf(buf, sizeof buf, "%s%s %.0f%% (%lld calls)", i ? separator : "", name.c_str(),
+                  100 * c.seconds * 1e3 / r.profiled_ms, static_cast<long long>(c.evaluations));
     out += buf;
     if (c.flops > 0) {
       std::snprintf(buf, sizeof buf, " at %.0f GFLOP/s (%.2f of peak)", gflops,
@@ -421,7 +423,8 @@ void print_peaks(const Peaks& p) {
 }
 
 /// Per row, its fastest batched variant (neither the loop nor manual) against the roofline.
-void print_roofline(const std::vector<std::vector<Result>>& by_workload, const Peaks& peaks) {
+void print_roofline(const std::vector<std::vector<Result>>& by_workload, const Peaks& peaks,
+                    bool every_primitive) {
   std::printf("\n%-26s %-28s %9s %9s %9s %8s %8s %9s %8s %s\n", "roofline", "best variant", "ms",
               "MFLOP", "MB", "GFLOP/s", "GB/s", "bound ms", "fraction", "bound by");
   for (const auto& rs : by_workload) {
@@ -439,7 +442,11 @@ void print_roofline(const std::vector<std::vector<Result>>& by_workload, const P
                 (best->work->input_bytes + best->work->output_bytes) / 1e6, roof.gflops, roof.gbs,
                 roof.bound_ms, roof.fraction, roof.compute_bound ? "compute" : "memory");
     if (!best->profile.empty())
-      std::printf("%-26s   %s\n", "", top_primitives(*best, peaks).c_str());
+      std::printf(
+          "%-26s   %s\n", "",
+          every_primitive
+              ? top_primitives(*best, peaks, 1000, "\n                             ").c_str()
+              : top_primitives(*best, peaks, 3, "; ").c_str());
   }
 }
 
@@ -466,10 +473,12 @@ std::optional<Options> parse(int argc, char** argv) {
       o.callers = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--roofline") {
       o.roofline = true;
+    } else if (a == "--profile") {
+      o.roofline = o.profile = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick] "
-                   "[--no-loop] [--variant NAME]... [--callers N] [--roofline] "
+                   "[--no-loop] [--variant NAME]... [--callers N] [--roofline] [--profile] "
                    "[--dump-inputs DIR]\n",
                    argv[0]);
       return std::nullopt;
@@ -557,7 +566,7 @@ int main(int argc, char** argv) {
   }
   if (!opt->json_only) {
     print_table(results);
-    if (peaks) print_roofline(results, *peaks);
+    if (peaks) print_roofline(results, *peaks, opt->profile);
   }
   return ok ? 0 : 1;
 }
