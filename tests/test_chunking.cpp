@@ -6,6 +6,7 @@
 
 #include "expect_near.h"
 #include "lanes/lanes.h"
+#include "same_bits.h"
 
 namespace {
 
@@ -236,3 +237,72 @@ TEST(Chunking, BadOptionsAreClearErrors) {
 }
 
 }  // namespace
+
+// ---- parallel chunks: a loop of small steps runs one chunk of lanes per thread -----------------
+
+namespace {
+// A small RNN cell iterated 20 times, and its per-example gradient: every step is a few small
+// kernels, the case parallel chunks are for.
+lanes::Tensor rnn(const Tensor& w, const Tensor& x) {
+  return lanes::fori_loop(
+      0, 20, [&](const Tensor&, const Tensor& h) { return lanes::tanh(lanes::matmul(w, h) + x); },
+      x);
+}
+
+// Sets the pool's threads while it lives.
+class Threads {
+ public:
+  explicit Threads(int n) : before_(lanes::num_threads()) { lanes::set_num_threads(n); }
+  ~Threads() { lanes::set_num_threads(before_); }
+
+ private:
+  int before_;
+};
+}  // namespace
+
+TEST(ParallelChunks, LoopsOfSmallStepsRunAChunkPerThreadWithTheSameBits) {
+  const Tensor w = f64({8, 8}, 30) * 0.3, xs = f64({64, 8}, 31);
+  auto f = [&](const Tensor& x) { return rnn(w, x); };
+  auto per_example_grad = [&](const Tensor& x) {
+    return lanes::grad([&](const Tensor& ww) { return lanes::sum(rnn(ww, x)); })(w);
+  };
+  Tensor one_thread, grads_one_thread;
+  {
+    const Threads one(1);
+    one_thread = warm(lanes::vmap(f), xs);
+    grads_one_thread = warm(lanes::vmap(per_example_grad), xs);
+  }
+  const Threads two(2);
+  auto batched = lanes::vmap(f);
+  EXPECT_EQ(lanes::explain(batched, xs).chunking.rfind("parallel: 64 lanes in 2 chunks of 32", 0),
+            0u)
+      << lanes::explain(batched, xs).chunking;
+  EXPECT_TRUE(same_bits(warm(batched, xs), one_thread));
+  EXPECT_TRUE(same_bits(warm(lanes::compile(batched), xs), one_thread));
+  EXPECT_TRUE(same_bits(warm(lanes::vmap(per_example_grad), xs), grads_one_thread));
+  EXPECT_TRUE(same_bits(warm(lanes::compile(lanes::vmap(per_example_grad)), xs), grads_one_thread));
+  for (int64_t i : {0, 17, 63}) {
+    near(one_thread[i], f(xs[i]), 1e-12);
+    near(grads_one_thread[i], per_example_grad(xs[i]), 1e-12);
+  }
+}
+
+TEST(ParallelChunks, NotForOddBatchesLargeStepsOrNoLoop) {
+  const Threads two(2);
+  const Tensor w = f64({8, 8}, 32) * 0.3;
+  auto f = [&](const Tensor& x) { return rnn(w, x); };
+  // A batch with no divisor between 2 and 8 chunks of 4 lanes or more: one piece.
+  EXPECT_EQ(lanes::explain(lanes::vmap(f), f64({13, 8}, 33)).chunking, "");
+  // A step whose values hold more than 2^18 elements over the batch: per-kernel threads pay.
+  const Tensor big = f64({64, 8192}, 34);
+  auto wide = [](const Tensor& x) {
+    return lanes::fori_loop(
+        0, 3, [](const Tensor&, const Tensor& h) { return lanes::sin(h); }, x);
+  };
+  EXPECT_EQ(lanes::explain(lanes::vmap(wide), big).chunking, "");
+  // No loop: one piece.
+  EXPECT_EQ(
+      lanes::explain(lanes::vmap([](const Tensor& x) { return lanes::sin(x); }), f64({64, 8}, 35))
+          .chunking,
+      "");
+}

@@ -40,6 +40,10 @@ namespace lanes {
 struct ScanOptions {
   std::optional<int64_t> length;  // required when xs has no leaves
   bool reverse = false;           // run t = length-1 .. 0 (ys still indexed by t)
+  // With an empty carry the steps are independent: run them at once on the thread pool, each
+  // step's kernels on its own thread (lax.map's steps, or a vmap's lanes in parallel chunks).
+  // Ignored when there is a carry.
+  bool parallel = false;
 };
 
 struct MapOptions {
@@ -63,7 +67,7 @@ std::vector<Tensor> bind_cond(const Tensor& index, std::vector<Graph> branches,
 std::vector<Tensor> bind_while(Graph cond, Graph body, std::vector<Tensor> init);
 /// Binds the scan node: body takes (carry leaves, x leaves), returns (carry leaves, y leaves).
 std::vector<Tensor> bind_scan(Graph body, std::vector<Tensor> init, std::vector<Tensor> xs,
-                              int64_t length, bool reverse);
+                              int64_t length, bool reverse, bool parallel = false);
 /// The leading length of every xs leaf (equal, checked), or options.length.
 int64_t scan_length(const std::vector<Tensor>& xs, const ScanOptions& options);
 /// The leaf types of xs without their leading axis.
@@ -179,8 +183,8 @@ auto scan(const F& f, const Carry& init, const Xs& xs, const ScanOptions& option
     return detail::trace<decltype(body)>(body, &out, types, init, xs);
   }();
   detail::check_same_structure("scan", "the initial carry", init, "f's carry", out.first);
-  std::vector<Tensor> leaves =
-      detail::bind_scan(std::move(g), tree::flatten(init), x_leaves, length, options.reverse);
+  std::vector<Tensor> leaves = detail::bind_scan(std::move(g), tree::flatten(init), x_leaves,
+                                                 length, options.reverse, options.parallel);
   return tree::rebuild(out, leaves);
 }
 

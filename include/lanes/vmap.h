@@ -246,6 +246,7 @@ bool any_traced(const std::vector<Tensor>& leaves);
 struct ChunkPlan {
   int64_t chunk = 0;       // the plan's size: one piece
   bool optimized = false;  // it fits only as the optimized graph: never run the rules eagerly
+  bool parallel = false;   // the chunks run at once, one per pool thread (loops of small steps)
 };
 /// options.chunk_size, or the most lanes whose estimated peak memory fits
 /// options.max_memory_bytes (or the default budget): estimated from the example graph, then, if
@@ -256,10 +257,12 @@ ChunkPlan plan_chunk(const Graph& g, const VmapPlan& plan, const std::vector<Axi
 
 /// The vmap run `chunk` lanes at a time: on concrete inputs a loop over the chunks, each from
 /// `cache`, written into the outputs; under a trace (cache null) a scan over the chunks, so
-/// grad and compile see a loop and the compiled graph keeps the memory bound.
+/// grad and compile see a loop and the compiled graph keeps the memory bound. `parallel`: the
+/// chunks run at once on the pool (a parallel loop; a scan with ScanOptions::parallel).
 std::vector<Tensor> run_chunked(const Graph& g, const std::vector<Tensor>& leaves,
                                 const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
-                                const VmapOptions& options, int64_t chunk, const VmapCache* cache);
+                                const VmapOptions& options, int64_t chunk, const VmapCache* cache,
+                                bool parallel = false);
 
 /// The lanes of a sharded vmap: `counts[r]` lanes on rank r, this rank's starting at `offset`.
 struct ShardPlan {
@@ -450,7 +453,7 @@ class Vmapped {
             "max_memory_bytes) does not yet compose with collectives (psum, all_gather, ...) in ",
             "the mapped function; run it unchunked");
       return tree::rebuild(out, detail::run_chunked(g, leaves, plan, out_axes, opt_, chunks.chunk,
-                                                    traced ? nullptr : &cache_));
+                                                    traced ? nullptr : &cache_, chunks.parallel));
     }
     if (traced || foreign)
       return tree::rebuild(out, detail::run_vmap(g, leaves, plan, out_axes, opt_));

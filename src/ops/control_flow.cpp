@@ -98,7 +98,7 @@ std::vector<TensorType> slice_types(const std::vector<Tensor>& xs) {
 }
 
 std::vector<Tensor> bind_scan(Graph body, std::vector<Tensor> init, std::vector<Tensor> xs,
-                              int64_t length, bool reverse) {
+                              int64_t length, bool reverse, bool parallel) {
   std::vector<TensorType> carry;
   for (const Tensor& t : init) carry.push_back({t.shape(), t.dtype()});
   const size_t nc = init.size(), nx = xs.size();
@@ -115,8 +115,9 @@ std::vector<Tensor> bind_scan(Graph body, std::vector<Tensor> init, std::vector<
   std::vector<Tensor> args = std::move(init);
   args.insert(args.end(), c.lifted.begin(), c.lifted.end());
   args.insert(args.end(), xs.begin(), xs.end());
-  const auto node = std::make_shared<const prim::Scan>(std::make_shared<const Graph>(std::move(g)),
-                                                       nc, c.lifted.size(), length, reverse);
+  const auto node =
+      std::make_shared<const prim::Scan>(std::make_shared<const Graph>(std::move(g)), nc,
+                                         c.lifted.size(), length, reverse, parallel && nc == 0);
   return lanes::bind(node, args);
 }
 

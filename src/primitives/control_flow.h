@@ -104,7 +104,9 @@ class While : public Primitive {
 /// -> (carry, y_t) over t = 0 .. length-1 (or backwards), ys stacked on a new leading axis.
 class Scan : public Primitive {
  public:
-  Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse);
+  /// `parallel`: no carry, and the steps may run at once on the pool (ScanOptions::parallel).
+  Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse,
+       bool parallel = false);
   std::string name() const override { return "scan"; }
   std::vector<Tensor> mask(const std::vector<Tensor>& in,
                            const detail::MaskContext& ctx) const override;
@@ -138,6 +140,7 @@ class Scan : public Primitive {
   size_t n_carry_, n_consts_;
   int64_t length_;
   bool reverse_;
+  bool parallel_;
   std::shared_ptr<detail::LoopBody> loop_;
 };
 

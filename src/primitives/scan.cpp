@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "lanes/ops.h"
+#include "lanes/parallel.h"
 #include "primitives/control_flow.h"
+#include "runtime/thread_pool.h"
 #include "transforms/batching.h"
 #include "transforms/masking.h"
 
@@ -25,6 +27,13 @@ Tensor step_of(const Tensor& x, int64_t t) {
   return x.view(shape, strides, x.offset() + t * x.strides()[0]);
 }
 
+// Step t's y into row t of the ys whose data starts at `ys`.
+void write_step(void* ys, const Tensor& y_step, int64_t t) {
+  const Tensor y = y_step.contiguous();
+  const size_t bytes = size_t(y.numel()) * dtype_size(y.dtype());
+  std::memcpy(static_cast<char*>(ys) + size_t(t) * bytes, y.raw_data(), bytes);
+}
+
 // The consts are the same on every step: what depends on them alone is computed once.
 std::vector<bool> invariant(size_t n, size_t n_carry, size_t n_consts) {
   std::vector<bool> inv(n, false);
@@ -34,19 +43,21 @@ std::vector<bool> invariant(size_t n, size_t n_carry, size_t n_consts) {
 
 }  // namespace
 
-Scan::Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse)
+Scan::Scan(GraphPtr body, size_t n_carry, size_t n_consts, int64_t length, bool reverse,
+           bool parallel)
     : body_(std::move(body)),
       n_carry_(n_carry),
       n_consts_(n_consts),
       length_(length),
       reverse_(reverse),
+      parallel_(parallel && n_carry == 0),
       loop_(std::make_shared<detail::LoopBody>(
           body_, invariant(body_->inputs.size(), n_carry, n_consts))) {}
 
 std::string Scan::params() const {
   return "body=" + detail::ref(*body_) + ", carry=" + std::to_string(n_carry_) +
          ", consts=" + std::to_string(n_consts_) + ", length=" + std::to_string(length_) +
-         (reverse_ ? ", reverse" : "");
+         (reverse_ ? ", reverse" : "") + (parallel_ ? ", parallel" : "");
 }
 
 std::vector<std::pair<std::string, const Graph*>> Scan::subgraphs() const {
@@ -87,18 +98,29 @@ std::vector<Tensor> Scan::eval_consuming(std::vector<Tensor> in) const {
     args[k] = Tensor();
   }
   in.clear();
+  if (parallel_ && length_ > 1 && !runtime::in_parallel_region()) {
+    // Independent steps, one per pool thread at a time: each step's kernels run on its thread
+    // (nested parallel_for runs inline), so a body of many small kernels pays no per-kernel
+    // hand-off between threads.
+    std::vector<void*> ys;
+    for (Tensor& y : out) ys.push_back(y.raw_mutable_data());
+    parallel_for(length_, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<Tensor> step_args = args;
+      for (int64_t t = t0; t < t1; ++t) {
+        for (size_t j = 0; j < xs.size(); ++j) step_args[n_consts_ + j] = step_of(xs[j], t);
+        const std::vector<Tensor> res = loop_->step(step_args, hoisted);
+        for (size_t k = 0; k < ys.size(); ++k) write_step(ys[k], res[k], t);
+      }
+    });
+    return out;
+  }
   for (int64_t s = 0; s < length_; ++s) {
     const int64_t t = reverse_ ? length_ - 1 - s : s;
     for (size_t k = 0; k < n_carry_; ++k) args[k] = out[k];
     for (size_t j = 0; j < xs.size(); ++j) args[n_carry_ + n_consts_ + j] = step_of(xs[j], t);
     std::vector<Tensor> res = loop_->step(args, hoisted);
     for (size_t k = 0; k < n_carry_; ++k) out[k] = std::move(res[k]);
-    for (size_t k = n_carry_; k < out.size(); ++k) {
-      const Tensor y = res[k].contiguous();
-      const size_t bytes = size_t(y.numel()) * dtype_size(y.dtype());
-      std::memcpy(static_cast<char*>(out[k].raw_mutable_data()) + size_t(t) * bytes, y.raw_data(),
-                  bytes);
-    }
+    for (size_t k = n_carry_; k < out.size(); ++k) write_step(out[k].raw_mutable_data(), res[k], t);
   }
   return out;
 }
@@ -128,7 +150,7 @@ std::vector<Batched> Scan::batch(const std::vector<Batched>& in, int64_t size) c
   const size_t lifted = bg.closed.lifted.size();
   args.insert(args.begin() + int64_t(nc + nk), bg.closed.lifted.begin(), bg.closed.lifted.end());
   const auto node = std::make_shared<const Scan>(lifted_as_consts(bg.closed, nc, nk, nx), nc,
-                                                 nk + lifted, length_, reverse_);
+                                                 nk + lifted, length_, reverse_, parallel_);
   std::vector<Batched> out;
   const std::vector<Tensor> ys = lanes::bind(node, args);
   for (size_t k = 0; k < ys.size(); ++k)

@@ -15,6 +15,8 @@
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
 #include "lanes/ops.h"
+#include "lanes/parallel.h"
+#include "runtime/thread_pool.h"
 #include "transforms/batching.h"
 
 namespace lanes {
@@ -132,6 +134,63 @@ Fit fit(const Graph& g, const VmapPlan& plan, const std::vector<AxisLeaf>& out_a
 
 }  // namespace
 
+namespace {
+
+// ---- parallel chunks: loops of small steps run one chunk of lanes per thread ----------------
+//
+// A scan or while_loop whose steps are small kernels spends its time handing each kernel to the
+// pool and waiting for it: ode_rk4's per-example gradients (100 RK4 steps on (128, 64) values,
+// forward and back, ~4000 kernels of a few microseconds) took 28.5 ms on one thread and 30.6 on
+// two. Its lanes are independent, so the vmap runs one chunk of them per thread instead, each
+// chunk's kernels inline on its own thread: the row went from 32.5 to 23.7 ms, mandelbrot,
+// newton_sqrt and power_iter 0.80-0.84x. Chunked results equal unchunked ones.
+
+// A step's value is small when the whole batch of it holds at most this many elements (1 MiB of
+// float32: ode_rk4's per-example weight gradients, (128, 64, 16), accumulate in its reverse loop).
+constexpr double kSmallStep = 1 << 18;
+
+struct LoopScan {
+  bool loop = false;     // the graph runs a scan or a while_loop
+  bool eligible = true;  // no draws, effects or collectives; every value in a loop small
+};
+
+void scan_loops(const Graph& g, int64_t size, bool in_loop, LoopScan& s) {
+  for (const Node& n : g.nodes) {
+    const std::string name = n.prim->name();
+    if (name.rfind("random", 0) == 0 || n.prim->has_effects() || n.prim->axis_name()) {
+      s.eligible = false;
+      return;
+    }
+    if (in_loop)
+      for (ValueId v : n.outputs)
+        if (double(shape_numel(g.types[v].shape)) * double(size) > kSmallStep) s.eligible = false;
+    const bool loop = name == "scan" || name == "while";
+    s.loop = s.loop || loop;
+    for (const auto& [what, sub] : n.prim->subgraphs()) scan_loops(*sub, size, in_loop || loop, s);
+    if (!s.eligible) return;
+  }
+}
+
+// One piece, or as many equal chunks as threads (up to 4 a thread, of 4 lanes at least) when g
+// is a loop of small steps.
+ChunkPlan parallel_chunks(const Graph& g, int64_t size, bool optimized) {
+  const int threads = num_threads();
+  if (threads < 2 || runtime::in_parallel_region()) return {size, optimized};
+  LoopScan s;
+  scan_loops(g, size, false, s);
+  if (!s.loop || !s.eligible) return {size, optimized};
+  for (int64_t chunks = threads; chunks <= 4 * threads; ++chunks)
+    if (size % chunks == 0 && size / chunks >= 4) {
+      batching::note_chunking(concat("parallel: ", size, " lanes in ", chunks, " chunks of ",
+                                     size / chunks, ", one per thread at a time (a loop of small ",
+                                     "steps: each chunk's kernels run on its own thread)"));
+      return {size / chunks, optimized, true};
+    }
+  return {size, optimized};
+}
+
+}  // namespace
+
 ChunkPlan plan_chunk(const Graph& g_in, const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                      const VmapOptions& options) {
   const int64_t size = plan.size;
@@ -151,7 +210,7 @@ ChunkPlan plan_chunk(const Graph& g_in, const VmapPlan& plan, const std::vector<
   const double budget = double(options.max_memory_bytes.value_or(default_vmap_memory_budget()));
   const Graph g = has_calls(g_in) ? inline_calls(g_in) : g_in;
   Fit f = fit(g, plan, out_axes, budget);
-  if (f.lanes >= double(size)) return {size, false};
+  if (f.lanes >= double(size)) return parallel_chunks(g, size, false);
   // The example graph does not fit: plan the optimized one, which the run then uses (a
   // per-example gradient norm, for one, never forms the gradients there).
   const double raw_peak = f.peak;
@@ -160,7 +219,7 @@ ChunkPlan plan_chunk(const Graph& g_in, const VmapPlan& plan, const std::vector<
     batching::note_chunking(concat("one piece: the optimized graph's estimated peak ", gib(f.peak),
                                    " fits the budget of ", gib(budget),
                                    " (the example graph's: ", gib(raw_peak), ")"));
-    return {size, true};
+    return parallel_chunks(g, size, true);
   }
   int64_t chunk = std::max<int64_t>(1, int64_t(f.lanes));
   // No one-lane remainder where a smaller chunk avoids it: a matrix product whose lanes fold into
@@ -202,19 +261,30 @@ Tensor place(Tensor whole, const AxisLeaf& out) {
   return a == 0 ? whole : moveaxis(whole, 0, a < 0 ? a + rank : a);
 }
 
-// Concrete inputs: each chunk runs from the cache and is copied into the whole outputs.
+// Concrete inputs: each chunk runs from the cache and is copied into the whole outputs; with
+// `parallel`, all chunks first, at once on the pool.
 std::vector<Tensor> run_chunk_loop(const Graph& g, const std::vector<Tensor>& leaves,
                                    const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
                                    const VmapOptions& options, int64_t chunk,
-                                   const VmapCache& cache) {
+                                   const VmapCache& cache, bool parallel) {
   const std::vector<AxisLeaf> front = at_front(out_axes);
+  const int64_t n_chunks = (plan.size + chunk - 1) / chunk;
+  auto run_chunk = [&](int64_t c) {
+    const int64_t lo = c * chunk, hi = std::min(plan.size, lo + chunk);
+    VmapPlan part = plan;
+    part.size = hi - lo;
+    return cache.run(g, chunk_leaves(leaves, plan, lo, hi), part, front, options, {false, true});
+  };
+  std::vector<std::vector<Tensor>> ran(size_t(parallel ? n_chunks : 0));
+  if (parallel)
+    parallel_for(n_chunks, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) ran[size_t(c)] = run_chunk(c);
+    });
   std::vector<Tensor> whole(out_axes.size());
   for (int64_t lo = 0; lo < plan.size; lo += chunk) {
     const int64_t hi = std::min(plan.size, lo + chunk);
-    VmapPlan part = plan;
-    part.size = hi - lo;
     const std::vector<Tensor> outs =
-        cache.run(g, chunk_leaves(leaves, plan, lo, hi), part, front, options, {false, true});
+        parallel ? std::move(ran[size_t(lo / chunk)]) : run_chunk(lo / chunk);
     for (size_t k = 0; k < outs.size(); ++k) {
       if (!out_axes[k].axis) {
         if (lo == 0) whole[k] = outs[k];
@@ -242,7 +312,7 @@ std::vector<Tensor> run_chunk_loop(const Graph& g, const std::vector<Tensor>& le
 // (chunks, chunk)), then the remainder, so the recorded graph holds one chunk's values at once.
 std::vector<Tensor> run_chunk_scan(const Graph& g, const std::vector<Tensor>& leaves,
                                    const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
-                                   const VmapOptions& options, int64_t chunk) {
+                                   const VmapOptions& options, int64_t chunk, bool parallel) {
   const int64_t full = plan.size / chunk, done = full * chunk;
   const std::vector<AxisLeaf> front = at_front(out_axes);
   std::vector<size_t> split;  // the leaves the scan slices
@@ -264,7 +334,9 @@ std::vector<Tensor> run_chunk_scan(const Graph& g, const std::vector<Tensor>& le
     for (size_t k = 0; k < split.size(); ++k) in[split[k]] = x[k];
     return std::pair<std::tuple<>, std::vector<Tensor>>({}, run_vmap(g, in, part, front, options));
   };
-  std::vector<Tensor> ys = scan(step, std::tuple<>{}, xs, ScanOptions{full}).second;
+  ScanOptions scan_options{full};
+  scan_options.parallel = parallel;
+  std::vector<Tensor> ys = scan(step, std::tuple<>{}, xs, scan_options).second;
   std::vector<Tensor> rest;
   if (done < plan.size) {
     VmapPlan tail = plan;
@@ -289,11 +361,12 @@ std::vector<Tensor> run_chunk_scan(const Graph& g, const std::vector<Tensor>& le
 
 std::vector<Tensor> run_chunked(const Graph& g, const std::vector<Tensor>& leaves,
                                 const VmapPlan& plan, const std::vector<AxisLeaf>& out_axes,
-                                const VmapOptions& options, int64_t chunk, const VmapCache* cache) {
+                                const VmapOptions& options, int64_t chunk, const VmapCache* cache,
+                                bool parallel) {
   check(out_axes.size() == g.outputs.size(), "vmap: out_axes gives ", out_axes.size(), " axes for ",
         g.outputs.size(), " outputs");
-  if (cache) return run_chunk_loop(g, leaves, plan, out_axes, options, chunk, *cache);
-  return run_chunk_scan(g, leaves, plan, out_axes, options, chunk);
+  if (cache) return run_chunk_loop(g, leaves, plan, out_axes, options, chunk, *cache, parallel);
+  return run_chunk_scan(g, leaves, plan, out_axes, options, chunk, parallel);
 }
 
 }  // namespace detail
