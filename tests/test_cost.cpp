@@ -117,3 +117,31 @@ TEST(FlopCounter, ShortcutsCountTheWorkDone) {
   EXPECT_EQ(count.flops(), 2.0 * 256 * 64 * 256);
   EXPECT_EQ(same.to_vector<float>(), w.to_vector<float>());
 }
+
+TEST(FlopCounter, CountsWhatPoolThreadsRunForTheCaller) {
+  // A vmapped loop of small steps runs one chunk of lanes per thread (parallel chunks): the
+  // chunks run on pool threads, and their work counts for the caller as at one thread.
+  const Tensor w = randn({8, 8}, 14) * 0.3, xs = randn({64, 8}, 15);
+  auto f = [&](const Tensor& x) {
+    return fori_loop(
+        0, 10, [&](const Tensor&, const Tensor& h) { return tanh(matmul(w, h) + x); }, x);
+  };
+  auto count = [&](int threads) {
+    const int before = num_threads();
+    set_num_threads(threads);
+    auto batched = compile(vmap(f));
+    for (int warm = 0; warm < 2; ++warm) (void)batched(xs);
+    FlopCounter c;
+    (void)batched(xs);
+    set_num_threads(before);
+    return c.flops();
+  };
+  // 10 steps of a (64, 8) x (8, 8) product, an add and a tanh.
+  const double want = 10 * (2.0 * 64 * 8 * 8 + 64 * 8 + 64 * 8);
+  EXPECT_EQ(count(1), want);
+  EXPECT_EQ(count(2), want);
+  const int before = num_threads();
+  set_num_threads(2);
+  EXPECT_EQ(explain(vmap(f), xs).chunking.rfind("parallel:", 0), 0u);  // the case this tests
+  set_num_threads(before);
+}

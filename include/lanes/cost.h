@@ -13,13 +13,33 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace lanes {
 
 class Primitive;
+class FlopCounter;
 
 namespace detail {
+/// This thread's innermost counter (null: none).
+FlopCounter* current_flop_counter();
+/// Work a pool thread does for a caller that counts (a parallel chunk of lanes, a step of a
+/// parallel scan): counted apart while it lives, then added to `parent` and its outer counters
+/// (under a lock: the caller's other tasks finish beside it). Does nothing for a null parent.
+class FlopsOnBehalf {
+ public:
+  explicit FlopsOnBehalf(FlopCounter* parent);
+  ~FlopsOnBehalf();
+  FlopsOnBehalf(const FlopsOnBehalf&) = delete;
+  FlopsOnBehalf& operator=(const FlopsOnBehalf&) = delete;
+
+ private:
+  FlopCounter* parent_;
+  FlopCounter* saved_ = nullptr;
+  std::unique_ptr<FlopCounter> local_;
+};
+
 /// Whether a FlopCounter lives on this thread (one thread-local load: the executor asks per node).
 bool counting_flops();
 /// Seconds on a monotonic clock, for timing one evaluation.
@@ -37,7 +57,8 @@ double exchange_skipped_flops(double value);
 /// Counts the flops of the primitives evaluated on this thread while it lives (a multiply-add
 /// counts 2; see Primitive::flops). Counters nest: an inner one's work also counts in the outer.
 /// Kernels' helper threads are not separate evaluations: a primitive counts once, on the thread
-/// that evaluated it.
+/// that evaluated it; whole evaluations a pool thread runs for the caller (parallel chunks) count
+/// too.
 class FlopCounter {
  public:
   FlopCounter();
@@ -59,6 +80,7 @@ class FlopCounter {
 
  private:
   friend void detail::count_flops(const Primitive& prim, double flops, double seconds);
+  friend class detail::FlopsOnBehalf;
   FlopCounter* outer_;
   double flops_ = 0;
   int64_t evaluations_ = 0;

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "lanes/cost.h"
 #include "lanes/ops.h"
 #include "lanes/parallel.h"
 #include "primitives/control_flow.h"
@@ -104,7 +105,9 @@ std::vector<Tensor> Scan::eval_consuming(std::vector<Tensor> in) const {
     // hand-off between threads.
     std::vector<void*> ys;
     for (Tensor& y : out) ys.push_back(y.raw_mutable_data());
+    FlopCounter* const counting = detail::current_flop_counter();
     parallel_for(length_, 1, [&](int64_t t0, int64_t t1) {
+      const detail::FlopsOnBehalf on_behalf(counting);
       std::vector<Tensor> step_args = args;
       for (int64_t t = t0; t < t1; ++t) {
         for (size_t j = 0; j < xs.size(); ++j) step_args[n_consts_ + j] = step_of(xs[j], t);

@@ -2,6 +2,7 @@
 #include "lanes/cost.h"
 
 #include <chrono>
+#include <mutex>
 
 #include "lanes/primitive.h"
 
@@ -17,6 +18,36 @@ FlopCounter::~FlopCounter() { innermost = outer_; }
 namespace detail {
 
 bool counting_flops() { return innermost != nullptr; }
+
+FlopCounter* current_flop_counter() { return innermost; }
+
+FlopsOnBehalf::FlopsOnBehalf(FlopCounter* parent) : parent_(parent) {
+  if (!parent_) return;
+  saved_ = innermost;
+  innermost = nullptr;  // the local counter stands alone
+  local_ = std::make_unique<FlopCounter>();
+}
+
+FlopsOnBehalf::~FlopsOnBehalf() {
+  if (!parent_) return;
+  const FlopCounter& done = *local_;
+  static std::mutex merging;
+  {
+    const std::lock_guard<std::mutex> lock(merging);
+    for (FlopCounter* c = parent_; c; c = c->outer_) {
+      c->flops_ += done.flops_;
+      c->evaluations_ += done.evaluations_;
+      for (const auto& [name, p] : done.by_primitive_) {
+        FlopCounter::PerPrimitive& to = c->by_primitive_[name];
+        to.evaluations += p.evaluations;
+        to.flops += p.flops;
+        to.seconds += p.seconds;
+      }
+    }
+  }
+  local_.reset();  // restores innermost to null
+  innermost = saved_;
+}
 
 double counter_clock() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();

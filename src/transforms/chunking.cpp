@@ -14,6 +14,7 @@
 
 #include "lanes/compile.h"
 #include "lanes/control_flow.h"
+#include "lanes/cost.h"
 #include "lanes/ops.h"
 #include "lanes/parallel.h"
 #include "runtime/thread_pool.h"
@@ -276,8 +277,10 @@ std::vector<Tensor> run_chunk_loop(const Graph& g, const std::vector<Tensor>& le
     return cache.run(g, chunk_leaves(leaves, plan, lo, hi), part, front, options, {false, true});
   };
   std::vector<std::vector<Tensor>> ran(size_t(parallel ? n_chunks : 0));
+  FlopCounter* const counting = detail::current_flop_counter();
   if (parallel)
     parallel_for(n_chunks, 1, [&](int64_t c0, int64_t c1) {
+      const FlopsOnBehalf on_behalf(counting);
       for (int64_t c = c0; c < c1; ++c) ran[size_t(c)] = run_chunk(c);
     });
   std::vector<Tensor> whole(out_axes.size());
