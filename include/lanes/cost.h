@@ -44,14 +44,22 @@ class FlopsOnBehalf {
 bool counting_flops();
 /// Seconds on a monotonic clock, for timing one evaluation.
 double counter_clock();
-/// Adds one evaluation of `prim` to this thread's counters.
-void count_flops(const Primitive& prim, double flops, double seconds);
 /// A kernel that found a shortcut (a product with the identity) tells the counters that this much
 /// of its primitive's nominal flops did not run; the evaluation counts the rest.
 void skip_flops(double flops);
-/// The flops skipped on this thread so far, replaced by `value` (evaluations nest: each takes its
-/// own share and restores its caller's).
-double exchange_skipped_flops(double value);
+/// One evaluation under a FlopCounter (bind's and the executor's), from just before eval to
+/// done(): its time, and its nominal flops less what its kernels skipped meanwhile (evaluations
+/// nest: each keeps its own share of skip_flops and restores its caller's).
+class CountedEvaluation {
+ public:
+  CountedEvaluation();
+  /// Adds the evaluation of `prim`, whose Primitive::flops are `nominal`, to this thread's
+  /// counters.
+  void done(const Primitive& prim, double nominal);
+
+ private:
+  double caller_skipped_, start_;
+};
 }  // namespace detail
 
 /// Counts the flops of the primitives evaluated on this thread while it lives (a multiply-add
@@ -79,7 +87,7 @@ class FlopCounter {
   const std::map<std::string, PerPrimitive>& by_primitive() const { return by_primitive_; }
 
  private:
-  friend void detail::count_flops(const Primitive& prim, double flops, double seconds);
+  friend class detail::CountedEvaluation;
   friend class detail::FlopsOnBehalf;
   FlopCounter* outer_;
   double flops_ = 0;

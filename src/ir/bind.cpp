@@ -44,12 +44,9 @@ std::vector<Tensor> counted_eval(const Primitive& prim, const std::vector<Tensor
                                  const std::vector<TensorType>& out_types) {
   std::vector<TensorType> in_types;
   for (const Tensor& t : inputs) in_types.push_back({t.shape(), t.dtype()});
-  const double caller_skipped = detail::exchange_skipped_flops(0);
-  const double start = detail::counter_clock();
+  detail::CountedEvaluation counted;
   std::vector<Tensor> outputs = prim.eval(inputs);
-  const double seconds = detail::counter_clock() - start;
-  const double skipped = detail::exchange_skipped_flops(caller_skipped);
-  detail::count_flops(prim, prim.flops(in_types, out_types) - skipped, seconds);
+  counted.done(prim, prim.flops(in_types, out_types));
   return outputs;
 }
 }  // namespace

@@ -57,13 +57,14 @@ void skip_flops(double flops) {
   if (innermost) skipped += flops;
 }
 
-double exchange_skipped_flops(double value) {
-  const double was = skipped;
-  skipped = value;
-  return was;
+CountedEvaluation::CountedEvaluation() : caller_skipped_(skipped), start_(counter_clock()) {
+  skipped = 0;
 }
 
-void count_flops(const Primitive& prim, double flops, double seconds) {
+void CountedEvaluation::done(const Primitive& prim, double nominal) {
+  const double seconds = counter_clock() - start_;
+  const double flops = nominal - skipped;
+  skipped = caller_skipped_;
   const std::string name = prim.name();
   for (FlopCounter* c = innermost; c; c = c->outer_) {
     c->flops_ += flops;

@@ -35,12 +35,9 @@ std::vector<Tensor> counted_eval(const Graph& g, const Node& n, std::vector<Tens
   std::vector<TensorType> in, out;
   for (ValueId v : n.inputs) in.push_back(g.types[v]);
   for (ValueId v : n.outputs) out.push_back(g.types[v]);
-  const double caller_skipped = exchange_skipped_flops(0);
-  const double start = counter_clock();
+  CountedEvaluation counted;
   std::vector<Tensor> outs = n.prim->eval_consuming(std::move(args));
-  const double seconds = counter_clock() - start;
-  const double skipped = exchange_skipped_flops(caller_skipped);
-  count_flops(*n.prim, n.prim->flops(in, out) - skipped, seconds);
+  counted.done(*n.prim, n.prim->flops(in, out));
   return outs;
 }
 }  // namespace
