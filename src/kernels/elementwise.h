@@ -23,9 +23,12 @@ namespace lanes::kernels {
 /// caller owns the input vector, and the executor passes each value there at its last use, so a
 /// buffer that saw its last use becomes the output (one allocation and one value's memory
 /// saved). A kernel called with a reference to a caller's only copy must not reuse it.
-inline bool donatable(const Tensor& t, DType dtype) {
-  return t.sole_owner() && t.dtype() == dtype && t.offset() == 0 && t.is_contiguous() &&
+inline bool fills_storage(const Tensor& t, DType dtype) {
+  return t.dtype() == dtype && t.offset() == 0 && t.is_contiguous() &&
          t.storage()->bytes() == size_t(t.numel()) * dtype_size(dtype);
+}
+inline bool donatable(const Tensor& t, DType dtype) {
+  return t.sole_owner() && fills_storage(t, dtype);
 }
 
 /// A fresh tensor of `like`'s shape and `dtype` laid out in like's memory order when like is a

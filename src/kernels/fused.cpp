@@ -210,10 +210,12 @@ class Registers {
 
   // Row r of a multi-row tile: the n elements from src, `step` apart, copied to position `at_elem`
   // of register r's buffer (rows of one tile are not adjacent in the source).
+  // (A plain loop, not memcpy: rows are short, 32 elements for a (100, 32, 32) chain, and the
+  // library call cost more than the copy.)
   void load_row(int32_t r, int64_t at_elem, const char* src, int64_t step, int64_t n, size_t size) {
     char* dst = buffer(r) + at_elem * int64_t(size);
     if (step == 1)
-      std::memcpy(dst, src, size_t(n) * size);
+      for (size_t b = 0; b < size_t(n) * size; ++b) dst[b] = src[b];
     else
       gather(src, step, n, size, dst);
     at[r] = buffer(r);
@@ -268,6 +270,16 @@ DType FusedProgram::register_type(int32_t r) const {
   return r < n ? input_types[r] : steps[r - n].result_type;
 }
 
+double FusedProgram::flops(int64_t numel) const {
+  double total = 0;
+  for (const FusedStep& step : steps) {
+    const bool arithmetic =
+        step.kind == FusedStep::Kind::Unary || step.kind == FusedStep::Kind::Binary;
+    if (arithmetic && is_floating(step.operand_type)) total += double(numel);
+  }
+  return total;
+}
+
 // Built by appending (GCC 12 warns, wrongly, about `"x" + std::string` here: -Wrestrict).
 std::string FusedProgram::describe() const {
   std::string out;
@@ -313,109 +325,190 @@ std::string FusedProgram::describe() const {
   return out;
 }
 
-std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
-                              const std::vector<Tensor>& inputs) {
-  const int32_t nin = int32_t(inputs.size()), nreg = p.num_registers();
-  std::vector<Tensor> outs;
-  std::vector<bool> donated(inputs.size(), false);
+// What a pass needs between its set-up and its tiles: the iteration space, the outputs and where
+// each step writes, and the operands' base pointers.
+struct FusedPass::Plan {
+  const FusedProgram& p;
+  std::vector<Tensor> inputs, outs;
   // The output each step writes straight into (-1: its register). A step writing to memory while
   // it reads (rather than reading everything, then copying out) overlaps the loads and stores;
   // the copy-out order measured 1.7x slower for a 4 MB product. An output in a donated input's
   // buffer is written directly only if no later step reads that input.
-  std::vector<int32_t> direct(p.steps.size(), -1);
+  std::vector<int32_t> direct;
+  Space s;
+  int64_t numel = 0, len = 1, rows = 0, chunks = 1, per = 1, grain = 1;
+  bool stream = false;
+  std::vector<Group> groups;
+  std::vector<int32_t> gathered;  // the inputs not laid out as the output (the others: in place)
+  std::vector<int32_t> splats;    // inputs of one value broadcast (a zero): filled once a tile
+  std::vector<const char*> bases;
+  std::vector<int64_t> sizes;
+  std::vector<char*> out_bases;
+  std::vector<int64_t> out_sizes;
+
+  Plan(const FusedProgram& program, const Shape& shape, const std::vector<Tensor>& in,
+       int32_t private_input);
+  // Rows [row, row + count) of the space from column c0, n elements in all (whole rows when
+  // count > 1): loaded into registers, run through the steps, written to the outputs.
+  void tile(Registers& regs, RowCursor& cursor, int64_t row, int64_t count, int64_t c0,
+            int64_t n) const;
+};
+
+FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
+                      const std::vector<Tensor>& in, int32_t private_input)
+    : p(program), inputs(in), direct(program.steps.size(), -1) {
+  const int32_t nin = int32_t(in.size());
+  std::vector<bool> donated(in.size(), false);
   for (size_t o = 0; o < p.outputs.size(); ++o) {
     const int32_t step = p.outputs[o] - nin;
     const DType dtype = p.register_type(p.outputs[o]);
     int32_t from = -1;
     for (int32_t i = 0; i < nin && from < 0; ++i)
-      if (!donated[i] && donatable(inputs[i], dtype)) from = i;
+      if (!donated[i] &&
+          (i == private_input ? fills_storage(in[i], dtype) : donatable(in[i], dtype)))
+        from = i;
     if (from >= 0) donated[from] = true;
-    outs.push_back(from >= 0 ? inputs[from] : Tensor::empty(shape, dtype));
+    outs.push_back(from >= 0 ? in[from] : Tensor::empty(shape, dtype));
     bool read_later = false;
     for (size_t k = step + 1; k < p.steps.size() && from >= 0; ++k)
       for (int32_t a : p.steps[k].args) read_later = read_later || a == from;
     if (!read_later && direct[step] < 0) direct[step] = int32_t(o);
   }
-  const int64_t numel = shape_numel(shape);
-  if (numel == 0) return outs;
-
+  numel = shape_numel(shape);
+  if (numel == 0) return;  // nothing to run (and the space would divide by a zero length)
   std::vector<Strides> strides;
-  for (const Tensor& t : inputs) strides.push_back(t.strides());
-  const Space s = make_space(shape, strides);
-  const int64_t len = s.shape.back(), rows = numel / len;
-  const int64_t chunks = (len + kTile - 1) / kTile;
-  bool any_costly = false, stream = false;
+  for (const Tensor& t : in) strides.push_back(t.strides());
+  s = make_space(shape, strides);
+  len = s.shape.back();
+  rows = numel / std::max<int64_t>(len, 1);
+  chunks = (len + kTile - 1) / kTile;
+  bool any_costly = false;
   for (const FusedStep& st : p.steps) any_costly = any_costly || costly(st);
   for (const Tensor& o : outs) stream = stream || o.numel() * dtype_size(o.dtype()) >= kStreamBytes;
-  const int64_t grain =
-      any_costly ? 8192 / int64_t(p.steps.size()) : 32768 / int64_t(p.steps.size());
-
-  std::vector<const char*> bases;
-  std::vector<int64_t> sizes;
-  for (const Tensor& t : inputs) {
+  grain = any_costly ? 8192 / int64_t(p.steps.size()) : 32768 / int64_t(p.steps.size());
+  for (const Tensor& t : in) {
     bases.push_back(static_cast<const char*>(t.raw_data()));
     sizes.push_back(int64_t(dtype_size(t.dtype())));
   }
-  std::vector<char*> out_bases;
-  std::vector<int64_t> out_sizes;
   for (const Tensor& o : outs) {
     out_bases.push_back(static_cast<char*>(o.raw_mutable_data()));
     out_sizes.push_back(int64_t(dtype_size(o.dtype())));
   }
-  // Short rows share a tile: a unit is `per` whole rows, gathered one after another into the
-  // registers, so the steps run on a full tile. Tile by row, a (100, 32, 32) chain with a
-  // broadcast operand paid its ~80 ns of dispatch per 32 elements and ran 3x slower than
-  // contiguous.
-  const std::vector<Group> groups = plan_groups(p);
-  const int64_t per = len >= kTile ? 1 : kTile / len;
-  std::vector<int32_t> gathered;  // the others are laid out as the output: read in place
-  for (int32_t i = 0; i < nin; ++i)
-    if (s.strides[i + 1] != s.strides[0]) gathered.push_back(i);
-  const int64_t units = per > 1 ? (rows + per - 1) / per : rows * chunks;
-  parallel_for(
-      units, std::max<int64_t>(1, grain / std::min(len * per, kTile)), [&](int64_t b, int64_t e) {
-        Registers regs(nreg);
-        std::vector<const char*>& reg = regs.at;
-        RowCursor cursor(s);
-        for (int64_t u = b; u < e; ++u) {
-          const int64_t row = per > 1 ? u * per : u / chunks;
-          const int64_t count = per > 1 ? std::min(per, rows - row) : 1;
-          const int64_t c0 = per > 1 ? 0 : u % chunks * kTile;
-          const int64_t n = per > 1 ? count * len : std::min(kTile, len - c0);
-          cursor.seek(row);
-          const int64_t out_offset = cursor.off[0] + c0;
-          if (count == 1) {
-            for (int32_t i = 0; i < nin; ++i) {
-              const int64_t step = s.strides[i + 1].back();
-              regs.load(i, bases[i] + (cursor.off[i + 1] + c0 * step) * sizes[i], step, n,
-                        size_t(sizes[i]));
-            }
-          } else {
-            for (int32_t i = 0; i < nin; ++i) reg[i] = bases[i] + cursor.off[i + 1] * sizes[i];
-            for (int64_t r = 0; r < count; ++r, cursor.next())
-              for (int32_t i : gathered)
-                regs.load_row(i, r * len, bases[i] + cursor.off[i + 1] * sizes[i],
-                              s.strides[i + 1].back(), len, size_t(sizes[i]));
-          }
-          auto out_tile = [&](size_t o) { return out_bases[o] + out_offset * out_sizes[o]; };
-          for (const Group& g : groups) {
-            const int32_t k = g.last;
-            char* dst = direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(nin + k);
-            run_group(p, g, reg, dst, n);
-            reg[nin + k] = dst;
-          }
-          // The other outputs last: a donated input's tile is fully read by now.
-          for (size_t o = 0; o < outs.size(); ++o) {
-            char* dst = out_tile(o);
-            if (reg[p.outputs[o]] != dst)
-              copy_out(dst, reg[p.outputs[o]], size_t(n * out_sizes[o]), stream);
-          }
-        }
+  // Short rows share a tile: `per` whole rows, gathered one after another into the registers, so
+  // the steps run on a full tile. Tile by row, a (100, 32, 32) chain with a broadcast operand
+  // paid its ~80 ns of dispatch per 32 elements and ran 3x slower than contiguous.
+  groups = plan_groups(p);
+  per = len >= kTile ? 1 : kTile / len;
+  for (int32_t i = 0; i < nin; ++i) {
+    const Strides& st = s.strides[i + 1];
+    if (std::all_of(st.begin(), st.end(), [](int64_t x) { return x == 0; }))
+      splats.push_back(i);
+    else if (st != s.strides[0])
+      gathered.push_back(i);
+  }
+}
+
+void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int64_t count,
+                           int64_t c0, int64_t n) const {
+  const int32_t nin = int32_t(inputs.size());
+  std::vector<const char*>& reg = regs.at;
+  cursor.seek(row);
+  const int64_t out_offset = cursor.off[0] + c0;
+  if (count == 1) {
+    for (int32_t i = 0; i < nin; ++i) {
+      const int64_t step = s.strides[i + 1].back();
+      regs.load(i, bases[i] + (cursor.off[i + 1] + c0 * step) * sizes[i], step, n,
+                size_t(sizes[i]));
+    }
+  } else {
+    for (int32_t i = 0; i < nin; ++i) reg[i] = bases[i] + cursor.off[i + 1] * sizes[i];
+    for (int32_t i : splats) regs.load(i, bases[i], 0, n, size_t(sizes[i]));
+    // Rows that stay within one index of the dims outside the next-to-last are a fixed stride
+    // apart in every operand: walked by that stride, not by the cursor (which costs a pass over
+    // every dim and operand per row).
+    const size_t d = s.shape.size() - 2;
+    if (s.shape.size() >= 2 && cursor.index[d] + count <= s.shape[d]) {
+      for (int32_t i : gathered) {
+        const char* src = bases[i] + cursor.off[i + 1] * sizes[i];
+        const int64_t row_step = s.strides[i + 1][d] * sizes[i];
+        for (int64_t r = 0; r < count; ++r, src += row_step)
+          regs.load_row(i, r * len, src, s.strides[i + 1].back(), len, size_t(sizes[i]));
+      }
+    } else {
+      for (int64_t r = 0; r < count; ++r, cursor.next())
+        for (int32_t i : gathered)
+          regs.load_row(i, r * len, bases[i] + cursor.off[i + 1] * sizes[i],
+                        s.strides[i + 1].back(), len, size_t(sizes[i]));
+    }
+  }
+  auto out_tile = [&](size_t o) { return out_bases[o] + out_offset * out_sizes[o]; };
+  for (const Group& g : groups) {
+    const int32_t k = g.last;
+    char* dst = direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(nin + k);
+    run_group(p, g, reg, dst, n);
+    reg[nin + k] = dst;
+  }
+  // The other outputs last: a donated input's tile is fully read by now.
+  for (size_t o = 0; o < outs.size(); ++o) {
+    char* dst = out_tile(o);
+    if (reg[p.outputs[o]] != dst)
+      copy_out(dst, reg[p.outputs[o]], size_t(n * out_sizes[o]), stream);
+  }
+}
+
+FusedPass::FusedPass(const FusedProgram& program, const Shape& shape,
+                     const std::vector<Tensor>& inputs, int32_t private_input)
+    : plan_(std::make_unique<Plan>(program, shape, inputs, private_input)) {}
+
+FusedPass::~FusedPass() = default;
+
+const std::vector<Tensor>& FusedPass::outputs() const { return plan_->outs; }
+
+void FusedPass::run() const {
+  const Plan& pl = *plan_;
+  if (pl.numel == 0) return;
+  const int64_t units = pl.per > 1 ? (pl.rows + pl.per - 1) / pl.per : pl.rows * pl.chunks;
+  parallel_for(units, std::max<int64_t>(1, pl.grain / std::min(pl.len * pl.per, kTile)),
+               [&](int64_t b, int64_t e) {
+                 Registers regs(pl.p.num_registers());
+                 RowCursor cursor(pl.s);
+                 for (int64_t u = b; u < e; ++u) {
+                   const int64_t row = pl.per > 1 ? u * pl.per : u / pl.chunks;
+                   const int64_t count = pl.per > 1 ? std::min(pl.per, pl.rows - row) : 1;
+                   const int64_t c0 = pl.per > 1 ? 0 : u % pl.chunks * kTile;
+                   const int64_t n = pl.per > 1 ? count * pl.len : std::min(kTile, pl.len - c0);
+                   pl.tile(regs, cursor, row, count, c0, n);
+                 }
 #if defined(__AVX512F__)
-        if (stream) _mm_sfence();  // make the streamed stores visible before the threads join
+                 if (pl.stream) _mm_sfence();  // the streamed stores visible before the join
 #endif
-      });
-  return outs;
+               });
+}
+
+void FusedPass::run_elements(int64_t begin, int64_t end) const {
+  const Plan& pl = *plan_;
+  if (begin >= end) return;
+  Registers regs(pl.p.num_registers());
+  RowCursor cursor(pl.s);
+  for (int64_t at = begin; at < end;) {
+    const int64_t row = at / pl.len, c0 = at % pl.len;
+    // Whole short rows share a tile as in run(); a partial row goes by itself, a tile at a time.
+    const int64_t whole = c0 == 0 && pl.per > 1 ? std::min(pl.per, (end - at) / pl.len) : 0;
+    const int64_t count = std::max<int64_t>(whole, 1);
+    const int64_t n = whole > 0 ? whole * pl.len : std::min({kTile, pl.len - c0, end - at});
+    pl.tile(regs, cursor, row, count, c0, n);
+    at += n;
+  }
+#if defined(__AVX512F__)
+  if (pl.stream) _mm_sfence();
+#endif
+}
+
+std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
+                              const std::vector<Tensor>& inputs) {
+  const FusedPass pass(p, shape, inputs);
+  pass.run();
+  return pass.outputs();
 }
 
 // The chain reduced over its trailing dims: each output element is one row of the chain's

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,32 @@ struct FusedProgram {
   DType register_type(int32_t r) const;
   /// "exp(a) ; mul(r1, b) ; ..." for graph printing.
   std::string describe() const;
+  /// Floating-point operations over `numel` elements: each arithmetic step on floats once per
+  /// element (selects and casts move values).
+  double flops(int64_t numel) const;
+};
+
+/// run_fused in two parts: making the pass allocates (or donates) the outputs; `run` then computes
+/// every element in parallel, or `run_elements` a range of them on the calling thread. A GEMM's
+/// epilogue (dot_epilogue.h) runs each block of the product's output that way as soon as the GEMM
+/// has written it, while it is still in cache. `program` must outlive the pass. Input
+/// `private_input` (if any) is read by nothing else, so an output may take its buffer as a donated
+/// input's.
+class FusedPass {
+ public:
+  FusedPass(const FusedProgram& program, const Shape& shape, const std::vector<Tensor>& inputs,
+            int32_t private_input = -1);
+  ~FusedPass();
+  const std::vector<Tensor>& outputs() const;
+  /// Every element, in parallel.
+  void run() const;
+  /// Elements [begin, end) of the outputs in row-major order; several threads may each run their
+  /// own ranges at once.
+  void run_elements(int64_t begin, int64_t end) const;
+
+ private:
+  struct Plan;
+  std::unique_ptr<Plan> plan_;
 };
 
 /// Runs the program over tensors of one shape `shape` (inputs may be any strided views of it,

@@ -57,20 +57,21 @@ void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 }  // namespace
 
 template <class T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc) {
+bool gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc, const RowsDone* rows_done) {
   if (batch_invariant()) {
     check(beta == T(0) || beta == T(1), "gemm: beta ", beta, " in batch-invariant mode");
     const Strided<const T> sa = ta ? Strided<const T>{a, 1, lda} : Strided<const T>{a, lda, 1};
     const Strided<const T> sb = tb ? Strided<const T>{b, 1, ldb} : Strided<const T>{b, ldb, 1};
-    return gemm_in_order<T>(m, n, k, sa, sb, {c, ldc, 1}, beta == T(1));
+    gemm_in_order<T>(m, n, k, sa, sb, {c, ldc, 1}, beta == T(1));
+    return false;
   }
   blas_single_threaded();
   const double flops = 2.0 * double(m) * double(n) * double(k);
   // Not on num_threads(): the blocks (and so the bits) are the same at every thread count.
   if (flops < kParallelGemmFlops || runtime::in_parallel_region() || std::max(m, n) < 2 * kAlign) {
     blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
-    return;
+    return false;
   }
   // Split the longer side of C; each block is its own single-threaded GEMM.
   const bool by_rows = m >= n;
@@ -83,16 +84,19 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
       {1, static_cast<int64_t>(kBlockFlops / unit_flops), (units + most_blocks - 1) / most_blocks});
   parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
     const int64_t i0 = u0 * kAlign, i1 = std::min(len, u1 * kAlign);
-    if (by_rows)
+    if (by_rows) {
       blas(ta, tb, i1 - i0, n, k, a + (ta ? i0 : i0 * lda), lda, b, ldb, beta, c + i0 * ldc, ldc);
-    else
+      if (rows_done) (*rows_done)(i0, i1);
+    } else {
       blas(ta, tb, m, i1 - i0, k, a, lda, b + (tb ? i0 * ldb : i0), ldb, beta, c + i0, ldc);
+    }
   });
+  return by_rows && rows_done;
 }
 
-template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t,
-                          const float*, int64_t, float, float*, int64_t);
-template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t,
-                           const double*, int64_t, double, double*, int64_t);
+template bool gemm<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t,
+                          const float*, int64_t, float, float*, int64_t, const RowsDone*);
+template bool gemm<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t,
+                           const double*, int64_t, double, double*, int64_t, const RowsDone*);
 
 }  // namespace lanes::kernels

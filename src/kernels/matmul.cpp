@@ -120,12 +120,14 @@ int64_t batch_offset(const Operand& op, int64_t b) {
   return offset;
 }
 
-// c = a @ b, c row-major with rows `ldc` apart (0: b's column count, a dense c).
+// c = a @ b, c row-major with rows `ldc` apart (0: b's column count, a dense c). Returns whether
+// it told `rows_done` of every row (gemm.h).
 template <class T>
-void gemm(const Matrix& a, const Matrix& b, const T* pa, const T* pb, T* pc, int64_t ldc = 0) {
+bool gemm(const Matrix& a, const Matrix& b, const T* pa, const T* pb, T* pc, int64_t ldc = 0,
+          const RowsDone* rows_done = nullptr) {
   const int m = static_cast<int>(a.rows.size), n = static_cast<int>(b.cols.size),
             k = static_cast<int>(a.cols.size), ldc_ = ldc ? static_cast<int>(ldc) : n;
-  kernels::gemm<T>(a.trans, b.trans, m, n, k, pa, a.ld, pb, b.ld, T(0), pc, ldc_);
+  return kernels::gemm<T>(a.trans, b.trans, m, n, k, pa, a.ld, pb, b.ld, T(0), pc, ldc_, rows_done);
 }
 
 // Runs gemm_at(i) for i < count, GEMMs of `flops` each: parallel over them (each GEMM on one
@@ -143,13 +145,23 @@ void run_gemms(int64_t count, double flops, const GemmAt& gemm_at) {
   parallel_for(count, grain, run);
 }
 
+// The GEMMs of a batch. With an epilogue, each matrix's blocks of rows go to it as they are
+// finished, or the whole matrix after a GEMM that did not split by rows (in parallel over its rows
+// unless the GEMM already ran on one of the pool's threads).
 template <class T>
-void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
+void gemm_batched(const Operand& a, const Operand& b, int64_t batch, T* out,
+                  const Epilogue* epilogue = nullptr) {
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
-  const int64_t mn = a.m.rows.size * b.m.cols.size;
+  const int64_t m = a.m.rows.size, n = b.m.cols.size, mn = m * n;
   run_gemms(batch, 2.0 * double(mn) * double(a.m.cols.size), [&](int64_t i) {
-    gemm(a.m, b.m, pa + batch_offset(a, i), pb + batch_offset(b, i), out + i * mn);
+    const T *ai = pa + batch_offset(a, i), *bi = pb + batch_offset(b, i);
+    if (!epilogue) return void(gemm(a.m, b.m, ai, bi, out + i * mn));
+    const RowsDone rows_done = [&](int64_t r0, int64_t r1) {
+      epilogue->block(i * mn + r0 * n, i * mn + r1 * n);
+    };
+    if (!gemm(a.m, b.m, ai, bi, out + i * mn, 0, &rows_done))
+      parallel_for(m, std::max<int64_t>(1, 4096 / n), rows_done);
   });
 }
 
@@ -189,7 +201,8 @@ void in_order_batched(const Operand& a, const Operand& b, int64_t batch, T* out)
 // Products with small N and K through libxsmm's kernels (matmul_xsmm.h says why): false, having
 // written nothing, when the shape does not suit them or libxsmm has no kernel for it.
 template <class T>
-bool xsmm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
+bool xsmm_batched(const Operand& a, const Operand& b, int64_t batch, T* out,
+                  const Epilogue* epilogue) {
   const int64_t m = a.m.rows.size, n = b.m.cols.size, k = a.m.cols.size;
   if (!xsmm_suits(m, n, k, b.m.trans)) return false;
   std::vector<int64_t> a_offsets(batch), b_offsets(batch);
@@ -197,7 +210,10 @@ bool xsmm_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
     a_offsets[i] = batch_offset(a, i), b_offsets[i] = batch_offset(b, i);
   const XsmmOperand<T> xa{a.view.data<T>(), a_offsets.data(), a.m.trans, a.m.ld};
   const XsmmOperand<T> xb{b.view.data<T>(), b_offsets.data(), b.m.trans, b.m.ld};
-  if (!xsmm_products(xa, xb, batch, m, n, k, XsmmOutput<T>{out, m * n, n})) return false;
+  const RowsDone rows_done = [&](int64_t r0, int64_t r1) { epilogue->block(r0 * n, r1 * n); };
+  if (!xsmm_products(xa, xb, batch, m, n, k, XsmmOutput<T>{out, m * n, n},
+                     epilogue ? &rows_done : nullptr))
+    return false;
   g_gemm_calls += batch;
   g_xsmm_products += batch;
   return true;
@@ -476,9 +492,13 @@ DotCounters dot_counters() {
   return {g_gemm_calls.load(), g_copied_elements.load(), g_xsmm_products.load()};
 }
 
-Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
-                   const std::vector<int64_t>& rc, const std::vector<int64_t>& lb,
-                   const std::vector<int64_t>& rb) {
+namespace {
+
+// dot_general's product. With an epilogue: starts it on the output of a GEMM kernel once that is
+// allocated (`started`), and sets `by_blocks` when the kernel told it of every block.
+Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
+               const std::vector<int64_t>& rc, const std::vector<int64_t>& lb,
+               const std::vector<int64_t>& rb, Epilogue* epilogue, bool& started, bool& by_blocks) {
   const std::vector<int64_t> lf = free_dims(lhs.ndim(), lc, lb), rf = free_dims(rhs.ndim(), rc, rb);
   Shape out_shape;
   for (int64_t d : lb) out_shape.push_back(lhs.shape()[d]);
@@ -550,6 +570,7 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
     });
   if (view) return *view;
   Tensor out = Tensor::empty(out_shape, lhs.dtype());
+  if (epilogue) epilogue->start(out), started = true;
   visit_dtype(out.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_floating_point_v<T>)
@@ -558,9 +579,26 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64
       in_order_batched<T>(a, b, batch, out.mutable_data<T>());
     else if (small)
       small_batched<T>(a, b, batch, out.mutable_data<T>());
-    else if (!xsmm_batched<T>(a, b, batch, out.mutable_data<T>()))
-      gemm_batched<T>(a, b, batch, out.mutable_data<T>());
+    else {
+      if (!xsmm_batched<T>(a, b, batch, out.mutable_data<T>(), epilogue))
+        gemm_batched<T>(a, b, batch, out.mutable_data<T>(), epilogue);
+      by_blocks = true;  // either told the epilogue of every block
+    }
   });
+  return out;
+}
+
+}  // namespace
+
+Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
+                   const std::vector<int64_t>& rc, const std::vector<int64_t>& lb,
+                   const std::vector<int64_t>& rb, Epilogue* epilogue) {
+  bool started = false, by_blocks = false;
+  const Tensor out = product(lhs, rhs, lc, rc, lb, rb, epilogue, started, by_blocks);
+  if (epilogue && !by_blocks) {
+    if (!started) epilogue->start(out);
+    epilogue->all();
+  }
   return out;
 }
 

@@ -21,12 +21,31 @@
 
 namespace lanes::kernels {
 
+/// The elementwise tail of a product (bias, activation, mask, cast: its epilogue), run on each
+/// block of the product's output as soon as the GEMM has written it, on the thread that wrote
+/// it, while the block is in cache, instead of as a pass of its own over the whole output.
+class Epilogue {
+ public:
+  virtual ~Epilogue() = default;
+  /// The product's output, before any block (dense and row-major when blocks follow); for a
+  /// kernel that returns a view of an operand (a product with the identity), that view, and
+  /// `all` follows. A product the kernel allocated has no other owner here.
+  virtual void start(const Tensor& product) = 0;
+  /// Elements [begin, end) of the output are final. Called from several threads at once.
+  virtual void block(int64_t begin, int64_t end) const = 0;
+  /// The whole output at once (in parallel), after a kernel that does not finish it by blocks
+  /// (small and batch-invariant products, integers, products with the identity).
+  virtual void all() const = 0;
+};
+
 /// Output (batch dims, lhs free dims, rhs free dims), each group in operand order. The dims must
-/// be valid (the primitive's infer checked them) and the dtypes equal.
+/// be valid (the primitive's infer checked them) and the dtypes equal. With an epilogue, it runs
+/// over the output (by blocks where the kernel allows) before this returns.
 Tensor dot_general(const Tensor& lhs, const Tensor& rhs,
                    const std::vector<int64_t>& lhs_contracting,
                    const std::vector<int64_t>& rhs_contracting,
-                   const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch);
+                   const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch,
+                   Epilogue* epilogue = nullptr);
 
 /// Counters since the program started, for tests and benchmarks: GEMM (or integer matmul) calls
 /// made, elements of operands copied because their layout did not fit BLAS, and the products

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "kernels/gemm.h"
+
 namespace lanes::kernels {
 
 /// One operand of a batch of products: matrix i starts at data + batch_offsets[i]; it is
@@ -45,9 +47,11 @@ struct XsmmOutput {
 
 /// out_i = a_i b_i for i < batch, in parallel over 64-row blocks of every matrix (serially
 /// inside a parallel region). Returns false, having written nothing, when libxsmm has no kernel
-/// for the shape. T is float or double.
+/// for the shape. T is float or double. `rows_done` hears of the finished rows of the stacked
+/// (batch * m) x n output, a few blocks at a time; the output must then be dense.
 template <class T>
 bool xsmm_products(const XsmmOperand<T>& a, const XsmmOperand<T>& b, int64_t batch, int64_t m,
-                   int64_t n, int64_t k, const XsmmOutput<T>& out);
+                   int64_t n, int64_t k, const XsmmOutput<T>& out,
+                   const RowsDone* rows_done = nullptr);
 
 }  // namespace lanes::kernels

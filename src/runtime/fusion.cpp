@@ -12,8 +12,10 @@
 
 #include "kernels/fused.h"
 #include "lanes/compile.h"
+#include "primitives/dot_general.h"
 #include "primitives/elementwise.h"
 #include "primitives/reduce.h"
+#include "runtime/dot_epilogue.h"
 
 namespace lanes::detail {
 
@@ -65,15 +67,8 @@ class FusedElementwise : public Primitive {
 
   /// The chain's arithmetic steps on floats, each once per element, then the tail reduction.
   double flops(const std::vector<TensorType>&, const std::vector<TensorType>& out) const override {
-    const double n = double(shape_numel(shape_));
-    double total = 0;
-    for (const kernels::FusedStep& step : program_.steps) {
-      const bool arithmetic = step.kind == kernels::FusedStep::Kind::Unary ||
-                              step.kind == kernels::FusedStep::Kind::Binary;
-      if (arithmetic && is_floating(step.operand_type)) total += n;
-    }
-    if (reduce_) total += n - double(shape_numel(out[0].shape));
-    return total;
+    const int64_t n = shape_numel(shape_);
+    return program_.flops(n) + (reduce_ ? double(n - shape_numel(out[0].shape)) : 0.0);
   }
 
  private:
@@ -129,14 +124,20 @@ struct Group {
   bool open = true;
 };
 
-// The fused node of a group: outside inputs become registers 0..k-1, members' outputs the steps.
-// With a tail reduction the node writes the reduction's output instead of the reduced value.
-Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_of_node,
-          const std::vector<int64_t>& producer, const std::vector<bool>& read_outside, int64_t id,
-          const Node* tail = nullptr, std::optional<TailReduce> reduce = {}) {
-  std::vector<int32_t> reg(g.types.size(), -1);
-  Node fused;
+// A group as a program: outside inputs become registers 0..k-1, members' outputs the steps; the
+// values read outside the group are the outputs.
+struct Chain {
+  std::vector<ValueId> inputs, outputs;
   FusedProgram program;
+  Shape shape;
+};
+
+Chain chain(const Graph& g, const Group& group, const std::vector<int64_t>& group_of_node,
+            const std::vector<int64_t>& producer, const std::vector<bool>& read_outside,
+            int64_t id) {
+  std::vector<int32_t> reg(g.types.size(), -1);
+  Chain fused;
+  FusedProgram& program = fused.program;
   auto inside = [&](ValueId v) { return producer[v] >= 0 && group_of_node[producer[v]] == id; };
   for (size_t m : group.members)
     for (ValueId v : g.nodes[m].inputs)
@@ -156,10 +157,59 @@ Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_
       fused.outputs.push_back(n.outputs[0]);
     }
   }
-  const Shape& shape = g.types[g.nodes[group.members.back()].outputs[0]].shape;
-  if (tail) fused.outputs = tail->outputs;
-  fused.prim = std::make_shared<FusedElementwise>(std::move(program), shape, reduce);
+  fused.shape = g.types[g.nodes[group.members.back()].outputs[0]].shape;
   return fused;
+}
+
+// The fused node of a group. With a tail reduction the node writes the reduction's output instead
+// of the reduced value.
+Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_of_node,
+          const std::vector<int64_t>& producer, const std::vector<bool>& read_outside, int64_t id,
+          const Node* tail = nullptr, std::optional<TailReduce> reduce = {}) {
+  Chain c = chain(g, group, group_of_node, producer, read_outside, id);
+  Node fused{nullptr, std::move(c.inputs), tail ? tail->outputs : std::move(c.outputs)};
+  fused.prim = std::make_shared<FusedElementwise>(std::move(c.program), c.shape, reduce);
+  return fused;
+}
+
+// The group as the epilogue of the product `dot` (dot_epilogue.h): the product's output is one of
+// the chain's inputs.
+Node fuse_with_product(const Graph& g, const Group& group,
+                       const std::vector<int64_t>& group_of_node,
+                       const std::vector<int64_t>& producer, const std::vector<bool>& read_outside,
+                       int64_t id, const Node& dot) {
+  Chain c = chain(g, group, group_of_node, producer, read_outside, id);
+  const auto at = std::find(c.inputs.begin(), c.inputs.end(), dot.outputs[0]);
+  const auto product = int32_t(at - c.inputs.begin());
+  c.inputs.erase(at);
+  Node fused{nullptr, dot.inputs, std::move(c.outputs)};
+  fused.inputs.insert(fused.inputs.end(), c.inputs.begin(), c.inputs.end());
+  fused.prim = make_dot_epilogue(std::static_pointer_cast<const prim::DotGeneral>(dot.prim),
+                                 std::move(c.program), std::move(c.shape), product);
+  return fused;
+}
+
+// The dot_general whose output the group may take as its epilogue: a float product of the group's
+// shape that nothing but the group's members reads. -1 when there is none.
+int64_t epilogue_product(const Graph& g, const Group& group, int64_t id,
+                         const std::vector<int64_t>& group_of_node,
+                         const std::vector<int64_t>& producer, const std::vector<int>& reads) {
+  const Shape& shape = g.types[g.nodes[group.members.back()].outputs[0]].shape;
+  for (size_t m : group.members)
+    for (ValueId v : g.nodes[m].inputs) {
+      const int64_t d = producer[v];
+      if (d < 0 || group_of_node[d] == id) continue;
+      const Node& dot = g.nodes[d];
+      const TensorType& t = g.types[v];
+      if (!dynamic_cast<const prim::DotGeneral*>(dot.prim.get()) || t.shape != shape ||
+          (t.dtype != DType::Float32 && t.dtype != DType::Float64))
+        continue;
+      int within = 0;
+      for (size_t k : group.members)
+        for (ValueId u : g.nodes[k].inputs) within += u == v;
+      if (within == reads[v]) return d;
+    }
+  return -1;
 }
 
 }  // namespace
@@ -231,11 +281,26 @@ Graph fuse_elementwise(const Graph& g) {
     if (only) has_tail[id] = true, tails[i] = t;
   }
 
+  // A group without a tail takes the product it alone reads as its epilogue: the product's node
+  // moves to the group's place (its inputs come before it, and only the group reads its output).
+  std::vector<int64_t> epilogue_of(groups.size(), -1);
+  std::vector<bool> absorbed(num_nodes, false);
+  for (size_t id = 0; id < groups.size(); ++id) {
+    if (groups[id].members.empty() || has_tail[id]) continue;
+    epilogue_of[id] = epilogue_product(g, groups[id], int64_t(id), group_of_node, producer, reads);
+    if (epilogue_of[id] >= 0) absorbed[size_t(epilogue_of[id])] = true;
+  }
+
   Graph out = g;
   out.nodes.clear();
   for (size_t i = 0; i < num_nodes; ++i) {
     const int64_t id = group_of_node[i];
-    if (tails[i]) {
+    if (absorbed[i]) continue;
+    if (id >= 0 && epilogue_of[id] >= 0) {
+      if (groups[id].members.back() == i)
+        out.nodes.push_back(fuse_with_product(g, groups[id], group_of_node, producer, read_outside,
+                                              id, g.nodes[epilogue_of[id]]));
+    } else if (tails[i]) {
       const int64_t from = group_of_value(g.nodes[i].inputs[0]);
       out.nodes.push_back(fuse(g, groups[from], group_of_node, producer, read_outside, from,
                                &g.nodes[i], tails[i]));
