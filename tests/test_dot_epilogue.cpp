@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "compiled_graph.h"
 #include "kernels/fused.h"
 #include "lanes/lanes.h"
 #include "same_bits.h"
@@ -14,21 +15,6 @@
 using namespace lanes;
 
 namespace {
-
-Tensor randn(const Shape& shape, uint64_t seed, DType dtype = kFloat32) {
-  return cast(random::normal(random::key(seed), shape), dtype);
-}
-
-int count(const Graph& g, const std::string& name) {
-  int n = 0;
-  for (const Node& node : g.nodes) n += node.prim->name() == name;
-  return n;
-}
-
-template <class F, class... Args>
-Graph compiled_graph(F f, const Args&... args) {
-  return detail::fuse_elementwise(detail::optimize(make_graph(f)(args...)));
-}
 
 Tensor bias_relu(const Tensor& x, const Tensor& w, const Tensor& b) {
   return relu(matmul(x, w) + b);

@@ -8,27 +8,13 @@
 // The elementwise kernels (not public API), for the reuse rule.
 #include "../src/kernels/elementwise.h"
 #include "cast_reference.h"
+#include "compiled_graph.h"
 #include "expect_near.h"
 #include "lanes/lanes.h"
 
 using namespace lanes;
 
 namespace {
-Tensor randn(const Shape& shape, uint64_t seed, DType dtype = kFloat32) {
-  return cast(random::normal(random::key(seed), shape), dtype);
-}
-
-int count(const Graph& g, const std::string& name) {
-  int n = 0;
-  for (const Node& node : g.nodes) n += node.prim->name() == name;
-  return n;
-}
-
-// The graph compile runs for f on args.
-template <class F, class... Args>
-Graph compiled_graph(F f, const Args&... args) {
-  return detail::fuse_elementwise(detail::optimize(make_graph(f)(args...)));
-}
 
 // tanh(x * y + 1) * exp(-x), the chain most tests run.
 Tensor chain(const Tensor& x, const Tensor& y) { return tanh(x * y + 1.0) * exp(-x); }
