@@ -105,6 +105,17 @@ TEST(DotEpilogue, AProductWithTheIdentityLeavesItsOperandAlone) {
   }
 }
 
+TEST(DotEpilogue, AChainOnATransposedProductViewMatchesEager) {
+  // eye @ w^T is a transposed view of w: the chain reads it in its memory order.
+  auto f = [](const Tensor& e, const Tensor& w, const Tensor& d) {
+    return tanh(matmul(e, transpose(w, {1, 0})) * d);
+  };
+  const Tensor e = eye(256), w = randn({256, 256}, 29), d = randn({256}, 30);
+  const Graph g = compiled_graph(f, e, w, d);
+  EXPECT_EQ(count(g, "dot_epilogue"), 1) << g;
+  EXPECT_TRUE(same_bits(compile(f)(e, w, d), f(e, w, d)));
+}
+
 TEST(DotEpilogue, SameBitsAtEveryThreadCount) {
   const Tensor x = randn({3000, 32}, 23), w = randn({32, 32}, 24), b = randn({32}, 25);
   const int threads = num_threads();

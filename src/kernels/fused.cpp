@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/strided.h"
 #include "kernels/fused_convert.h"
 #include "kernels/reduce.h"
 #include "lanes/parallel.h"
@@ -38,12 +39,13 @@ struct Space {
   std::vector<Strides> strides;  // per operand
 };
 
-Space make_space(const Shape& shape, const std::vector<Strides>& inputs) {
+// The output is dense in the order of its strides (row-major unless given).
+Space make_space(const Shape& shape, const std::vector<Strides>& inputs, Strides out = {}) {
   const size_t k = inputs.size() + 1;
   Space s;
   s.strides.resize(k);
-  const Strides out = contiguous_strides(shape);
-  for (size_t d = 0; d < shape.size(); ++d) {
+  if (out.empty()) out = contiguous_strides(shape);
+  for (size_t d : detail::memory_order(out)) {
     if (shape[d] == 1) continue;
     auto stride = [&](size_t op) { return op == 0 ? out[d] : inputs[op - 1][d]; };
     bool merge = !s.shape.empty();
@@ -347,7 +349,7 @@ struct FusedPass::Plan {
   std::vector<int64_t> out_sizes;
 
   Plan(const FusedProgram& program, const Shape& shape, const std::vector<Tensor>& in,
-       int32_t private_input);
+       int32_t private_input, int32_t layout_input);
   // Rows [row, row + count) of the space from column c0, n elements in all (whole rows when
   // count > 1): loaded into registers, run through the steps, written to the outputs.
   void tile(Registers& regs, RowCursor& cursor, int64_t row, int64_t count, int64_t c0,
@@ -355,20 +357,28 @@ struct FusedPass::Plan {
 };
 
 FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
-                      const std::vector<Tensor>& in, int32_t private_input)
+                      const std::vector<Tensor>& in, int32_t private_input, int32_t layout_input)
     : p(program), inputs(in), direct(program.steps.size(), -1) {
   const int32_t nin = int32_t(in.size());
+  // Outputs in the memory order of input `layout_input` (a transposed view is read in order and
+  // the outputs follow it, as the unfused kernels' do: empty_in_order_of), else row-major. Only
+  // then may a (row-major) input's buffer become an output.
+  auto fresh = [&](DType dtype) {
+    return layout_input >= 0 ? empty_in_order_of(in[size_t(layout_input)], dtype)
+                             : Tensor::empty(shape, dtype);
+  };
+  const bool row_major = layout_input < 0 || in[size_t(layout_input)].is_contiguous();
   std::vector<bool> donated(in.size(), false);
   for (size_t o = 0; o < p.outputs.size(); ++o) {
     const int32_t step = p.outputs[o] - nin;
     const DType dtype = p.register_type(p.outputs[o]);
     int32_t from = -1;
     for (int32_t i = 0; i < nin && from < 0; ++i)
-      if (!donated[i] &&
+      if (row_major && !donated[i] &&
           (i == private_input ? fills_storage(in[i], dtype) : donatable(in[i], dtype)))
         from = i;
     if (from >= 0) donated[from] = true;
-    outs.push_back(from >= 0 ? in[from] : Tensor::empty(shape, dtype));
+    outs.push_back(from >= 0 ? in[from] : fresh(dtype));
     bool read_later = false;
     for (size_t k = step + 1; k < p.steps.size() && from >= 0; ++k)
       for (int32_t a : p.steps[k].args) read_later = read_later || a == from;
@@ -378,7 +388,7 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
   if (numel == 0) return;  // nothing to run (and the space would divide by a zero length)
   std::vector<Strides> strides;
   for (const Tensor& t : in) strides.push_back(t.strides());
-  s = make_space(shape, strides);
+  s = make_space(shape, strides, outs.empty() ? Strides{} : outs[0].strides());
   len = s.shape.back();
   rows = numel / std::max<int64_t>(len, 1);
   chunks = (len + kTile - 1) / kTile;
@@ -457,8 +467,8 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
 }
 
 FusedPass::FusedPass(const FusedProgram& program, const Shape& shape,
-                     const std::vector<Tensor>& inputs, int32_t private_input)
-    : plan_(std::make_unique<Plan>(program, shape, inputs, private_input)) {}
+                     const std::vector<Tensor>& inputs, int32_t private_input, int32_t layout_input)
+    : plan_(std::make_unique<Plan>(program, shape, inputs, private_input, layout_input)) {}
 
 FusedPass::~FusedPass() = default;
 

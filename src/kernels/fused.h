@@ -49,11 +49,12 @@ struct FusedProgram {
 /// epilogue (dot_epilogue.h) runs each block of the product's output that way as soon as the GEMM
 /// has written it, while it is still in cache. `program` must outlive the pass. Input
 /// `private_input` (if any) is read by nothing else, so an output may take its buffer as a donated
-/// input's.
+/// input's. With `layout_input`, the outputs are laid out in that input's memory order (a
+/// transposed view), and element ranges count in that order.
 class FusedPass {
  public:
   FusedPass(const FusedProgram& program, const Shape& shape, const std::vector<Tensor>& inputs,
-            int32_t private_input = -1);
+            int32_t private_input = -1, int32_t layout_input = -1);
   ~FusedPass();
   const std::vector<Tensor>& outputs() const;
   /// Every element, in parallel.
