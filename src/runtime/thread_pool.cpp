@@ -121,12 +121,13 @@ struct Job {
 // after that one and, once it runs there, takes its whole mask back, so the OS may still move it
 // whenever other work needs the core.
 //
-// Why: Linux starts a thread on its creator's core and often wakes a sleeping caller on the core
-// of the worker that woke it. A worker sharing its core with the caller, spinning and yielding,
-// only runs when the caller pauses, so the caller runs every chunk itself until the load balancer
-// separates them, 50-100 ms later or more: in 4 of 10 processes of `workloads --workload hessian`
-// every call took one thread's 0.22 ms instead of 0.13 ms (the whole run of a short benchmark or
-// script), and the caller shared the worker's core in 97% of their calls.
+// Why: Linux starts a thread on its creator's core, may wake a sleeping caller on the core of the
+// worker that woke it, and moves threads together while another process briefly takes a core (a
+// `python3` reading the benchmark's output). A worker sharing its core with the caller, spinning
+// and yielding, only runs when the caller pauses, so the caller runs every chunk itself until the
+// load balancer separates them, 50-100 ms later or more: in 4 of 10 processes of `workloads
+// --workload hessian` every call took one thread's 0.22 ms instead of 0.13 ms (the whole run of a
+// short benchmark or script), and the caller shared the worker's core in 97% of their calls.
 void move_off_core(int core, int index) {
   cpu_set_t allowed;
   if (core < 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
@@ -143,9 +144,9 @@ void move_off_core(int core, int index) {
   if (sched_setaffinity(0, sizeof one, &one) == 0) sched_setaffinity(0, sizeof allowed, &allowed);
 }
 
-// A worker that found this many published jobs in a row already claimed by their caller, while
-// on that caller's core, moves off it (move_off_core).
-constexpr int kMissesBeforeMove = 2;
+// A worker moves off a caller's core at most this often: beside another process's threads the
+// cores are shared whatever it does, and a move costs a system call or two (~10-20 us).
+constexpr auto kMoveInterval = std::chrono::milliseconds(10);
 
 int default_threads() {
   for (const char* var : {"LANES_NUM_THREADS", "OMP_NUM_THREADS"}) {
@@ -243,21 +244,27 @@ class Pool {
 
   void worker_loop(int index) {
     uint32_t last = epoch_.load(std::memory_order_relaxed);
-    int missed = 0;  // jobs published since the last one this worker took part in
+    auto moved = std::chrono::steady_clock::now() - kMoveInterval;
     while (!stop_.load(std::memory_order_relaxed)) {
       const uint32_t seen = epoch_.load(std::memory_order_acquire);
       if (active(index)) {
+        // On each job published, a worker on the publishing caller's core moves off it: a worker
+        // beside its caller only runs while the caller pauses (move_off_core). Checked whether it
+        // then takes part or not: a worker that shares the core still gets some chunks, when the
+        // OS preempts the caller.
+        if (seen != last && !saturated()) {
+          const int core = caller_core_.load(std::memory_order_relaxed);
+          const auto now = std::chrono::steady_clock::now();
+          if (sched_getcpu() == core && now - moved >= kMoveInterval) {
+            moved = now;
+            move_off_core(core, index);
+          }
+        }
+        last = seen;
         if (std::shared_ptr<Job> job = take_job()) {
-          missed = 0;
           job->work((index + 1) % job->slices);
           continue;
         }
-        if (seen != last && !saturated() && ++missed >= kMissesBeforeMove) {
-          missed = 0;
-          const int core = caller_core_.load(std::memory_order_relaxed);
-          if (sched_getcpu() == core) move_off_core(core, index);
-        }
-        last = seen;
         if (spin_for_work(seen)) continue;
       }
       epoch_.wait(seen, std::memory_order_acquire);
