@@ -254,10 +254,12 @@ class Pool {
         // OS preempts the caller.
         if (seen != last && !saturated()) {
           const int core = caller_core_.load(std::memory_order_relaxed);
-          const auto now = std::chrono::steady_clock::now();
-          if (sched_getcpu() == core && now - moved >= kMoveInterval) {
-            moved = now;
-            move_off_core(core, index);
+          if (sched_getcpu() == core) {  // the clock only then: this runs on every job
+            const auto now = std::chrono::steady_clock::now();
+            if (now - moved >= kMoveInterval) {
+              moved = now;
+              move_off_core(core, index);
+            }
           }
         }
         last = seen;
