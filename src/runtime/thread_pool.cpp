@@ -34,8 +34,15 @@ std::chrono::microseconds worker_spin() {
 // sits in sched_yield would wait for the syscall, and short jobs come back to back.
 constexpr auto kPureSpin = std::chrono::microseconds(20);
 
-// How long a caller spins for a worker's last chunk before it sleeps.
-constexpr int kCallerSpins = 2000;  // ~ 5-10 us of pause instructions
+// How long a caller spins for the chunks workers hold before it sleeps: about two of its own
+// chunk-times past its last chunk (a worker that started its last chunk in time is done by then),
+// at least kCallerMinSpin, at most kCallerMaxSpin. Beside another process a caller that slept
+// after a few microseconds lost its core: the OS gave the idle core to the other process's thread,
+// and the woken caller then waited for that thread's time slice, once for each of a row's jobs
+// that a preempted worker held up (perex_grad_norms beside a spinning process: 175-215 ms with
+// that, 155-165 ms spinning; 97 ms quiet).
+constexpr auto kCallerMinSpin = std::chrono::microseconds(10);
+constexpr auto kCallerMaxSpin = std::chrono::microseconds(2000);
 
 thread_local bool t_in_region = false;
 thread_local int t_call_depth = 0;  // CallScopes open on this thread
@@ -81,12 +88,15 @@ struct Job {
 
   // Claims and runs chunks until none is left, from slice `home` on. A chunk's fn is called only
   // after the claim, so the caller, which waits for every claimed chunk, outlives each call.
-  void work(int32_t home) {
+  // Returns the number of chunks this thread ran.
+  int32_t work(int32_t home) {
     RegionScope region;
+    int32_t ran = 0;
     for (int32_t k = 0; k < slices; ++k) {
       const int32_t s = (home + k) % slices, end = slice_begin(s + 1);
-      for (int32_t i; (i = next[s].fetch_add(1, std::memory_order_relaxed)) < end;) run(i);
+      for (int32_t i; (i = next[s].fetch_add(1, std::memory_order_relaxed)) < end; ++ran) run(i);
     }
+    return ran;
   }
 
   void run(int32_t i) {
@@ -102,13 +112,16 @@ struct Job {
     if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
   }
 
-  // Waits for the chunks other threads claimed: a short spin, then a futex sleep, so a worker
-  // that was preempted mid-chunk gets this core.
-  void wait() {
+  // Waits for the chunks other threads claimed, `spin` spinning from now, then asleep on a futex.
+  void wait(std::chrono::nanoseconds spin) {
     int32_t d = done.load(std::memory_order_acquire);
-    for (int spin = 0; d < chunks && spin < kCallerSpins; ++spin) {
-      cpu_relax();
-      d = done.load(std::memory_order_acquire);
+    if (d < chunks) {
+      const auto until = std::chrono::steady_clock::now() + spin;
+      for (int i = 1; d < chunks; ++i) {
+        cpu_relax();
+        d = done.load(std::memory_order_acquire);
+        if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+      }
     }
     while (d < chunks) {
       done.wait(d, std::memory_order_acquire);
@@ -185,9 +198,11 @@ class Pool {
     caller_core_.store(sched_getcpu(), std::memory_order_relaxed);
     auto job = std::make_shared<Job>(fn, n, chunks, threads());
     publish(job);
-    job->work(0);
+    const auto start = std::chrono::steady_clock::now();
+    const int32_t ran = job->work(0);
+    const auto per_chunk = (std::chrono::steady_clock::now() - start) / std::max(ran, 1);
     retire(job);
-    job->wait();
+    job->wait(std::clamp<std::chrono::nanoseconds>(2 * per_chunk, kCallerMinSpin, kCallerMaxSpin));
     if (job->error) std::rethrow_exception(job->error);
   }
 
