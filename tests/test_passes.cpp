@@ -467,3 +467,40 @@ TEST(Passes, NestedConcatenatesAlongOneAxisAreOne) {
   EXPECT_EQ(count(optimized(g, a, b), "concatenate"), 3);
   expect_equal(compile(g)(a, b), g(a, b));
 }
+
+// A loop's reverse pass computes the cotangents of its xs as ys; a gradient with respect to the
+// weights alone never reads them, and the compiled reverse scan drops them and their products.
+TEST(Passes, ScanDropsTheYsNothingReads) {
+  const Tensor w = randn({4, 4}, 30), xs = randn({6, 4}, 31);
+  auto loss = [](const Tensor& v, const Tensor& x) {
+    auto step = [&](const Tensor& h, const Tensor& xt) {
+      return std::make_pair(tanh(matmul(h, v) + xt), std::tuple<>{});
+    };
+    return sum(scan(step, zeros({4}), x).first);
+  };
+  auto unrolled = [](const Tensor& v, const Tensor& x) {
+    Tensor h = zeros({4});
+    for (int64_t t = 0; t < x.shape(0); ++t) h = tanh(matmul(h, v) + x[t]);
+    return sum(h);
+  };
+  auto reverse_outputs = [](const Graph& g) {
+    size_t outputs = 0;
+    for (const Node& n : g.nodes)
+      if (n.prim->name() == "scan" && n.prim->params().find("reverse") != std::string::npos)
+        outputs += n.outputs.size();
+    return outputs;
+  };
+  const auto weights_only = [&](const Tensor& v, const Tensor& x) { return grad(loss)(v, x); };
+  const auto both = [&](const Tensor& v, const Tensor& x) {
+    const auto [dv, dx] = grad(loss, {0, 1})(v, x);
+    return std::make_pair(dv, dx);
+  };
+  const Graph pruned = optimized(weights_only, w, xs), full = optimized(both, w, xs);
+  ASSERT_GT(reverse_outputs(full), 0u) << full;
+  EXPECT_EQ(reverse_outputs(pruned) + 1, reverse_outputs(full)) << pruned;
+  expect_close(compile(weights_only)(w, xs), grad(unrolled)(w, xs));
+  const auto [dv, dx] = compile(both)(w, xs);
+  const auto [uv, ux] = grad(unrolled, {0, 1})(w, xs);
+  expect_close(dv, uv);
+  expect_close(dx, ux);
+}

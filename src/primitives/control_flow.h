@@ -127,6 +127,11 @@ class Scan : public Primitive {
                                     const std::vector<Tensor>& residuals,
                                     const std::vector<bool>& wanted) const override;
 
+  size_t num_carry() const { return n_carry_; }
+  /// This scan with only the ys that `keep` marks (one flag per ys output, in order): the body
+  /// then drops the work that only the others needed once it is optimized.
+  std::shared_ptr<const Scan> keeping_ys(const std::vector<bool>& keep) const;
+
  private:
   struct BodyVjp;  // the body's reverse sweep and the values it reads (scan_vjp.cpp)
   const BodyVjp& body_vjp() const;

@@ -61,6 +61,17 @@ std::string Scan::params() const {
          (reverse_ ? ", reverse" : "") + (parallel_ ? ", parallel" : "");
 }
 
+std::shared_ptr<const Scan> Scan::keeping_ys(const std::vector<bool>& keep) const {
+  check(keep.size() + n_carry_ == body_->outputs.size(), "scan: ", keep.size(),
+        " ys flags for a body of ", body_->outputs.size() - n_carry_, " ys");
+  auto body = std::make_shared<Graph>(*body_);
+  body->outputs.resize(n_carry_);
+  for (size_t k = 0; k < keep.size(); ++k)
+    if (keep[k]) body->outputs.push_back(body_->outputs[n_carry_ + k]);
+  return std::make_shared<const Scan>(std::move(body), n_carry_, n_consts_, length_, reverse_,
+                                      parallel_);
+}
+
 std::vector<std::pair<std::string, const Graph*>> Scan::subgraphs() const {
   return {{"body", body_.get()}};
 }

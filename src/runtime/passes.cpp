@@ -14,6 +14,7 @@
 #include <set>
 
 #include "lanes/compile.h"
+#include "primitives/control_flow.h"
 #include "primitives/dot_general.h"
 #include "primitives/elementwise.h"
 #include "primitives/reduce.h"
@@ -540,6 +541,23 @@ class Rewriter final : public GraphView {
   std::map<std::string, std::vector<ValueId>> seen_;
 };
 
+// A scan's ys that nothing reads leave it, and with them the work in its body that only they
+// needed: the reverse pass of a loop computes the cotangents of its xs, which a gradient with
+// respect to the weights alone never reads (rnn_scan: one product per step of four).
+void drop_dead_ys(Node& node, const std::vector<bool>& live) {
+  const auto* scan = dynamic_cast<const prim::Scan*>(node.prim.get());
+  if (!scan) return;
+  const size_t carry = scan->num_carry();
+  std::vector<bool> keep;
+  for (size_t k = carry; k < node.outputs.size(); ++k) keep.push_back(live[node.outputs[k]]);
+  if (std::all_of(keep.begin(), keep.end(), [](bool b) { return b; })) return;
+  node.prim = scan->keeping_ys(keep);
+  std::vector<ValueId> outputs(node.outputs.begin(), node.outputs.begin() + int64_t(carry));
+  for (size_t k = 0; k < keep.size(); ++k)
+    if (keep[k]) outputs.push_back(node.outputs[carry + k]);
+  node.outputs = std::move(outputs);
+}
+
 // Drops nodes whose outputs nothing uses (every primitive is pure: randomness takes its key).
 Graph eliminate_dead_code(Graph g) {
   std::vector<bool> live(g.types.size(), false);
@@ -549,6 +567,7 @@ Graph eliminate_dead_code(Graph g) {
     bool used = false;
     for (ValueId v : it->outputs) used = used || live[v];
     if (!used && !it->prim->has_effects()) continue;
+    if (!it->prim->has_effects()) drop_dead_ys(*it, live);
     for (ValueId v : it->inputs) live[v] = true;
     kept.push_back(std::move(*it));
   }
