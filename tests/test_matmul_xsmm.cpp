@@ -93,7 +93,7 @@ std::pair<int64_t, int64_t> count(F&& f) {
 // Whether libxsmm should take an (m x k) @ (k x n) product (kernels/matmul_xsmm.h's rule).
 bool expect_xsmm(int64_t m, int64_t n, int64_t k, bool rhs_column_major) {
   return m >= 2 && n >= 2 && k >= 2 && n <= 1024 && k <= 1024 && n * k <= 65536 &&
-         (!rhs_column_major || m >= 32);
+         (!rhs_column_major || (m >= 32 && m * n * k < (int64_t{1} << 22)));
 }
 
 // a @ b for (batch, m, k) and (batch, k, n) operands (no batch dim when batch == 0) in each

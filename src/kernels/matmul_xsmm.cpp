@@ -1,5 +1,6 @@
 #include "kernels/matmul_xsmm.h"
 
+#include <cblas.h>
 #include <libxsmm.h>
 
 #include <algorithm>
@@ -21,6 +22,11 @@ constexpr int64_t kBlockRows = 64;
 constexpr int64_t kMaxNK = 1024;
 constexpr int64_t kMaxRhsElements = 65536;
 constexpr int64_t kMinRowsForRhsCopy = 32;
+// and the most multiply-adds of a product whose column-major rhs is copied for libxsmm: larger
+// ones go to oneDNN, which packs a transposed rhs as it goes. (512, 256) x (256, 256)^T took
+// 256-285 us through the copy and libxsmm, 218-222 us by oneDNN (195-200 with the rhs stored
+// (K, N)); followed by tanh, 316-323 against 267-269.
+constexpr int64_t kMaxRhsCopyMacs = int64_t{1} << 22;
 // Finished rows are reported once they hold this many elements: 16 KiB of float32, in L1.
 constexpr int64_t kReportElements = 4096;
 
@@ -52,17 +58,14 @@ Kernel<T> dispatch(int64_t rows, int64_t n, int64_t k, bool lhs_trans, int64_t l
                                &prefetch);
 }
 
-// dst (k x n, row-major, dense) = the column-major matrix at src (columns ld apart), by tiles
-// that keep both sides' lines in cache.
-template <class T>
-void transpose_into(const T* src, int64_t ld, int64_t k, int64_t n, T* dst) {
-  constexpr int64_t kTile = 16;
-  for (int64_t j0 = 0; j0 < n; j0 += kTile)
-    for (int64_t p0 = 0; p0 < k; p0 += kTile) {
-      const int64_t j1 = std::min(j0 + kTile, n), p1 = std::min(p0 + kTile, k);
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t p = p0; p < p1; ++p) dst[p * n + j] = src[p + j * ld];
-    }
+// dst (k x n, row-major, dense) = the column-major matrix at src (columns ld apart), by
+// OpenBLAS's omatcopy: a scalar loop over 16 x 16 tiles took 50 us of a (512, 256) x (256, 256)^T
+// product's 290 (its weights read transposed: matmul(w, v) under vmap).
+void transpose_into(const float* src, int64_t ld, int64_t k, int64_t n, float* dst) {
+  cblas_somatcopy(CblasRowMajor, CblasTrans, int(n), int(k), 1.0f, src, int(ld), dst, int(n));
+}
+void transpose_into(const double* src, int64_t ld, int64_t k, int64_t n, double* dst) {
+  cblas_domatcopy(CblasRowMajor, CblasTrans, int(n), int(k), 1.0, src, int(ld), dst, int(n));
 }
 
 // The rhs of every product as a dense row-major matrix: one copy when every product shares it
@@ -86,7 +89,7 @@ void row_major_rhs(const XsmmOperand<T>& b, int64_t batch, int64_t k, int64_t n,
 
 bool xsmm_suits(int64_t m, int64_t n, int64_t k, bool rhs_trans) {
   return m >= 2 && n >= 2 && k >= 2 && n <= kMaxNK && k <= kMaxNK && n * k <= kMaxRhsElements &&
-         (!rhs_trans || m >= kMinRowsForRhsCopy);
+         (!rhs_trans || (m >= kMinRowsForRhsCopy && m * n * k < kMaxRhsCopyMacs));
 }
 
 template <class T>
