@@ -39,8 +39,8 @@ constexpr auto kPureSpin = std::chrono::microseconds(20);
 // at least kCallerMinSpin, at most kCallerMaxSpin. Beside another process a caller that slept
 // after a few microseconds lost its core: the OS gave the idle core to the other process's thread,
 // and the woken caller then waited for that thread's time slice, once for each of a row's jobs
-// that a preempted worker held up (perex_grad_norms beside a spinning process: 175-215 ms with
-// that, 155-165 ms spinning; 97 ms quiet).
+// that a preempted worker held up (perex_grad_norms beside a spinning process, 4 rounds
+// alternated: 164-178 ms with that, 150-174 ms spinning; 97 ms quiet).
 constexpr auto kCallerMinSpin = std::chrono::microseconds(10);
 constexpr auto kCallerMaxSpin = std::chrono::microseconds(2000);
 
