@@ -59,8 +59,8 @@ Kernel<T> dispatch(int64_t rows, int64_t n, int64_t k, bool lhs_trans, int64_t l
 }
 
 // dst (k x n, row-major, dense) = the column-major matrix at src (columns ld apart), by
-// OpenBLAS's omatcopy: a scalar loop over 16 x 16 tiles took 50 us of a (512, 256) x (256, 256)^T
-// product's 290 (its weights read transposed: matmul(w, v) under vmap).
+// OpenBLAS's omatcopy: 3-5x faster than a scalar loop over 16 x 16 tiles at the sizes that take
+// this copy (one thread: 0.31 against 1.67 us for 64 x 64, 2.3 against 6.5 for 128 x 128).
 void transpose_into(const float* src, int64_t ld, int64_t k, int64_t n, float* dst) {
   cblas_somatcopy(CblasRowMajor, CblasTrans, int(n), int(k), 1.0f, src, int(ld), dst, int(n));
 }

@@ -112,11 +112,16 @@ struct Job {
     if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
   }
 
-  // Waits for the chunks other threads claimed, `spin` spinning from now, then asleep on a futex.
-  void wait(std::chrono::nanoseconds spin) {
+  // Waits for the chunks other threads claimed: spinning for about two of this thread's
+  // chunk-times (it began its `ran` chunks at `start`), then asleep on a futex. The clock is read
+  // only when something is left to wait for.
+  void wait(std::chrono::steady_clock::time_point start, int32_t ran) {
     int32_t d = done.load(std::memory_order_acquire);
     if (d < chunks) {
-      const auto until = std::chrono::steady_clock::now() + spin;
+      const auto now = std::chrono::steady_clock::now();
+      const auto spin = std::clamp<std::chrono::nanoseconds>(2 * (now - start) / std::max(ran, 1),
+                                                             kCallerMinSpin, kCallerMaxSpin);
+      const auto until = now + spin;
       for (int i = 1; d < chunks; ++i) {
         cpu_relax();
         d = done.load(std::memory_order_acquire);
@@ -200,9 +205,8 @@ class Pool {
     publish(job);
     const auto start = std::chrono::steady_clock::now();
     const int32_t ran = job->work(0);
-    const auto per_chunk = (std::chrono::steady_clock::now() - start) / std::max(ran, 1);
     retire(job);
-    job->wait(std::clamp<std::chrono::nanoseconds>(2 * per_chunk, kCallerMinSpin, kCallerMaxSpin));
+    job->wait(start, ran);
     if (job->error) std::rethrow_exception(job->error);
   }
 
