@@ -470,17 +470,18 @@ TEST(Passes, NestedConcatenatesAlongOneAxisAreOne) {
 
 // A loop's reverse pass computes the cotangents of its xs as ys; a gradient with respect to the
 // weights alone never reads them, and the compiled reverse scan drops them and their products.
+// (sin(xt): with xt itself, the cotangent of xt is a ys the weights' gradient reads too.)
 TEST(Passes, ScanDropsTheYsNothingReads) {
   const Tensor w = randn({4, 4}, 30), xs = randn({6, 4}, 31);
   auto loss = [](const Tensor& v, const Tensor& x) {
     auto step = [&](const Tensor& h, const Tensor& xt) {
-      return std::make_pair(tanh(matmul(h, v) + xt), std::tuple<>{});
+      return std::make_pair(tanh(matmul(h, v) + sin(xt)), std::tuple<>{});
     };
     return sum(scan(step, zeros({4}), x).first);
   };
   auto unrolled = [](const Tensor& v, const Tensor& x) {
     Tensor h = zeros({4});
-    for (int64_t t = 0; t < x.shape(0); ++t) h = tanh(matmul(h, v) + x[t]);
+    for (int64_t t = 0; t < x.shape(0); ++t) h = tanh(matmul(h, v) + sin(x[t]));
     return sum(h);
   };
   auto reverse_outputs = [](const Graph& g) {
@@ -503,4 +504,80 @@ TEST(Passes, ScanDropsTheYsNothingReads) {
   const auto [uv, ux] = grad(unrolled, {0, 1})(w, xs);
   expect_close(dv, uv);
   expect_close(dx, ux);
+}
+
+// The scans of the optimized graph: each one's carries (its params' "carry=N") and outputs.
+std::vector<std::pair<int, size_t>> scans(const Graph& g) {
+  std::vector<std::pair<int, size_t>> out;
+  for (const Node& n : g.nodes)
+    if (n.prim->name() == "scan") {
+      const std::string p = n.prim->params();
+      out.emplace_back(std::stoi(p.substr(p.find("carry=") + 6)), n.outputs.size());
+    }
+  return out;
+}
+
+// A carry the body returns unchanged leaves the scan (its final value is its initial one), a ys
+// the body returns twice is computed once, and a ys that is a step of the xs is the xs; the
+// values read outside stay right.
+TEST(Passes, ScanDropsPassedThroughCarriesAndRepeatedYs) {
+  const Tensor k0 = randn({4}, 32), xs = randn({5, 4}, 33);
+  auto f = [](const Tensor& k, const Tensor& x) {
+    using Carry = std::pair<Tensor, Tensor>;
+    auto step = [](const Carry& c, const Tensor& xt) {
+      const Tensor h = tanh(c.first * c.second + xt);
+      return std::make_pair(Carry{h, c.second}, std::make_tuple(h, h, xt));
+    };
+    const auto [carry, ys] = scan(step, Carry{zeros({4}), k}, x);
+    const auto& [y1, y2, y3] = ys;
+    return std::make_tuple(carry.first, carry.second * 2.0, y1 + y2 * 3.0 + sin(y3));
+  };
+  auto unrolled = [](const Tensor& k, const Tensor& x) {
+    Tensor h = zeros({4});
+    std::vector<Tensor> hs;
+    for (int64_t t = 0; t < x.shape(0); ++t) hs.push_back(h = tanh(h * k + x[t]));
+    const Tensor ys = stack(hs, 0);
+    return std::make_tuple(h, k * 2.0, ys * 4.0 + sin(x));
+  };
+  const Graph g = optimized(f, k0, xs);
+  ASSERT_EQ(scans(g).size(), 1u) << g;
+  EXPECT_EQ(scans(g)[0], std::make_pair(1, size_t{2})) << g;  // carry h, one ys
+  const auto [h, k2, ys] = compile(f)(k0, xs);
+  const auto [uh, uk2, uys] = unrolled(k0, xs);
+  expect_close(h, uh);
+  expect_close(k2, uk2);
+  expect_close(ys, uys);
+  // The gradient's reverse scan carries the cotangent of k and keeps no pass-through either.
+  auto loss = [&](const Tensor& k, const Tensor& x) {
+    const auto [a, b, c] = f(k, x);
+    return sum(a) + sum(b) + sum(c * c);
+  };
+  auto unrolled_loss = [&](const Tensor& k, const Tensor& x) {
+    const auto [a, b, c] = unrolled(k, x);
+    return sum(a) + sum(b) + sum(c * c);
+  };
+  expect_close(compile(grad(loss))(k0, xs), grad(unrolled_loss)(k0, xs));
+}
+
+// A gradient with respect to a loop's weights: the reverse scan no longer carries the weights'
+// cotangent accumulators its body passed through (their terms leave as ys, summed after it), so
+// no zero is added to the per-step products' sum.
+TEST(Passes, ReverseScanCarriesNoWeightAccumulatorItPassesThrough) {
+  const Tensor w = randn({4, 4}, 34), xs = randn({6, 4}, 35);
+  auto loss = [](const Tensor& v, const Tensor& x) {
+    auto step = [&](const Tensor& h, const Tensor& xt) {
+      return std::make_pair(tanh(matmul(h, v) + xt), std::tuple<>{});
+    };
+    return sum(scan(step, randn({4}, 36), x).first);
+  };
+  auto unrolled = [](const Tensor& v, const Tensor& x) {
+    Tensor h = randn({4}, 36);
+    for (int64_t t = 0; t < x.shape(0); ++t) h = tanh(matmul(h, v) + x[t]);
+    return sum(h);
+  };
+  const Graph g = optimized(grad(loss), w, xs);
+  const auto found = scans(g);
+  ASSERT_EQ(found.size(), 2u) << g;
+  EXPECT_EQ(found[1].first, 1) << g;  // the reverse scan carries the cotangent of h alone
+  expect_close(compile(grad(loss))(w, xs), grad(unrolled)(w, xs));
 }

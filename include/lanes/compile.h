@@ -32,6 +32,10 @@ namespace detail {
 /// that batching and autodiff introduce (src/runtime/passes.cpp).
 Graph optimize(const Graph& g);
 
+/// Drops from each scan the carries its body passes through unchanged (their final value is the
+/// initial one) and the ys it returns twice (src/runtime/scan_passes.cpp). Part of optimize.
+Graph simplify_scans(Graph g);
+
 /// Rewrites a sum of dot_generals with equal dimension numbers whose outputs are larger than their
 /// operands (per-step outer products of a loop's weight gradient) into one dot_general over the
 /// stacked operands (src/runtime/dot_sums.cpp). Part of optimize.

@@ -131,6 +131,17 @@ class Scan : public Primitive {
   /// This scan with only the ys that `keep` marks (one flag per ys output, in order): the body
   /// then drops the work that only the others needed once it is optimized.
   std::shared_ptr<const Scan> keeping_ys(const std::vector<bool>& keep) const;
+  /// This scan without the carries its body passes through unchanged (they become consts: every
+  /// step sees the initial value, which is also the final one), without a ys its body lists
+  /// twice and without a ys that is a step of an xs (the xs, stacked again). `scan` is null when
+  /// there is nothing to drop.
+  struct Simplified {
+    std::shared_ptr<const Scan> scan;
+    std::vector<size_t> inputs;    // the new scan's inputs, as positions in this one's
+    std::vector<int64_t> outputs;  // per output of this one: the new scan's output k as k, or
+                                   // this one's input i (the value passed through) as -1 - i
+  };
+  Simplified simplified() const;
 
  private:
   struct BodyVjp;  // the body's reverse sweep and the values it reads (scan_vjp.cpp)

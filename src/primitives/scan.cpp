@@ -72,6 +72,44 @@ std::shared_ptr<const Scan> Scan::keeping_ys(const std::vector<bool>& keep) cons
                                       parallel_);
 }
 
+// Autodiff leaves both behind: the reverse scan of a gradient carries the cotangents of the
+// weights that its body no longer adds to (their per-step terms leave as ys and are summed by one
+// product after the loop), and returns one value as two ys. A carry passed through costs nothing
+// in the loop, but what reads its final value (a zero, added to the product's sum) does not know
+// it is the initial one. A ys that is a step of an xs is that xs (the reverse pass returns the
+// forward's saved activations so): no copy.
+Scan::Simplified Scan::simplified() const {
+  const Graph& g = *body_;
+  Simplified s;
+  std::vector<size_t> kept, passed;
+  for (size_t k = 0; k < n_carry_; ++k) (g.outputs[k] == g.inputs[k] ? passed : kept).push_back(k);
+  s.outputs.assign(g.outputs.size(), 0);
+  for (size_t k : passed) s.outputs[k] = -1 - int64_t(k);
+  for (size_t i = 0; i < kept.size(); ++i) s.outputs[kept[i]] = int64_t(i);
+  auto body = std::make_shared<Graph>(g);
+  body->inputs.clear();
+  body->outputs.clear();
+  for (const std::vector<size_t>* group : {&kept, &passed})
+    for (size_t k : *group) s.inputs.push_back(k);
+  for (size_t i = n_carry_; i < g.inputs.size(); ++i) s.inputs.push_back(i);
+  for (size_t i : s.inputs) body->inputs.push_back(g.inputs[i]);
+  for (size_t k : kept) body->outputs.push_back(g.outputs[k]);
+  std::map<ValueId, int64_t> first_as;  // a ys value -> the new output that holds it
+  for (size_t i = n_carry_ + n_consts_; i < g.inputs.size(); ++i)
+    first_as.emplace(g.inputs[i], -1 - int64_t(i));  // a step of xs, stacked again: the xs
+  bool fewer = !passed.empty();
+  for (size_t k = n_carry_; k < g.outputs.size(); ++k) {
+    auto [at, fresh] = first_as.try_emplace(g.outputs[k], int64_t(body->outputs.size()));
+    if (fresh) body->outputs.push_back(g.outputs[k]);
+    fewer = fewer || !fresh;
+    s.outputs[k] = at->second;
+  }
+  if (!fewer) return {};
+  s.scan = std::make_shared<const Scan>(std::move(body), kept.size(), n_consts_ + passed.size(),
+                                        length_, reverse_, parallel_);
+  return s;
+}
+
 std::vector<std::pair<std::string, const Graph*>> Scan::subgraphs() const {
   return {{"body", body_.get()}};
 }

@@ -9,6 +9,7 @@
 // sweep. Dead code elimination runs before (nothing is folded for nothing) and after (the nodes
 // the rewrites bypassed).
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -315,17 +316,26 @@ std::optional<Rewrite> double_negation(const GraphView& g, const Primitive& p, c
 
 // The value of every element of v when v is a constant whose elements are all equal. Elements are
 // read only for a broadcast of one element (all strides 0) or a small constant.
+// The stored values of a constant are those of its dims with a stride: a broadcast of a (128, 512)
+// zero to (64, 128, 512) (the zero cotangent a scan's weight gradient starts from) is checked as
+// the (128, 512) it views, bytewise, stopping at the first element that differs.
 std::optional<double> splat(const GraphView& g, ValueId v) {
   const Tensor* t = g.constant_value(v);
   if (!t || t->numel() == 0) return {};
-  bool broadcast = true;
-  for (int64_t s : t->strides()) broadcast = broadcast && s == 0;
-  if (broadcast) return t->view({}, {}, t->offset()).to_vector<double>()[0];
-  if (t->numel() > 4096) return {};
-  const std::vector<double> values = t->to_vector<double>();
-  for (double x : values)
-    if (x != values[0]) return {};
-  return values[0];
+  Shape shape;
+  Strides strides;
+  for (int64_t d = 0; d < t->ndim(); ++d)
+    if (t->strides()[size_t(d)] != 0) {
+      shape.push_back(t->shape(d));
+      strides.push_back(t->strides()[size_t(d)]);
+    }
+  if (shape_numel(shape) > (int64_t{1} << 20)) return {};
+  const Tensor stored = t->view(shape, strides, t->offset()).contiguous();
+  const size_t size = dtype_size(stored.dtype());
+  const char* bytes = static_cast<const char*>(stored.raw_data());
+  for (int64_t i = 1; i < stored.numel(); ++i)
+    if (std::memcmp(bytes + size_t(i) * size, bytes, size) != 0) return {};
+  return stored.view({}, {}, stored.offset()).to_vector<double>()[0];
 }
 
 // x * 1, 1 * x, x / 1, x - 0, x + 0 and 0 + x are x (binary ops take operands of one type, so
@@ -579,7 +589,7 @@ Graph eliminate_dead_code(Graph g) {
 }  // namespace
 
 Graph optimize(const Graph& g) {
-  Graph out = Rewriter(eliminate_dead_code(inline_calls(g))).run();
+  Graph out = Rewriter(eliminate_dead_code(simplify_scans(inline_calls(g)))).run();
   Graph merged = merge_dot_sums(out);
   // A merge adds nodes (the old terms die only in the next DCE); the stacked operands of two
   // merged sums often coincide, so CSE runs again.
