@@ -46,6 +46,12 @@ TEST(DotEpilogue, LargeProductSplitByRows) {
   expect_epilogue_matches_eager(f, x, w, b);
 }
 
+TEST(DotEpilogue, ProductWithRowsEnoughForEveryBlockSplitByRows) {  // fewer rows than columns
+  const Tensor x = randn({256, 128}, 13), w = randn({128, 512}, 14), b = randn({512}, 15);
+  auto f = [](const Tensor& x, const Tensor& w, const Tensor& b) { return tanh(matmul(x, w) + b); };
+  expect_epilogue_matches_eager(f, x, w, b);
+}
+
 TEST(DotEpilogue, WideProductSplitByColumns) {  // the epilogue runs after the whole GEMM
   const Tensor x = randn({40, 256}, 7), w = randn({256, 4096}, 8), b = randn({4096}, 9);
   expect_epilogue_matches_eager(bias_relu, x, w, b);

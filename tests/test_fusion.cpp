@@ -75,6 +75,26 @@ TEST(Fusion, ShortRowsShareTilesAcrossOuterDims) {
   }
 }
 
+TEST(Fusion, RowAndScalarSplatsAcrossTilesOfEveryRowCount) {
+  // Rows of 100: a tile holds 10 of them and the last one 7, and a bias row and a scalar are the
+  // same in every tile (loaded once a chunk). Rows of 3000 take tiles of part of a row, where the
+  // bias register holds a different part each tile.
+  for (int64_t len : {100, 3000})
+    for (DType dtype : {kFloat32, kFloat64}) {
+      const Tensor x = randn({37, len}, 44, dtype), bias = randn({len}, 45, dtype);
+      auto f = [](const Tensor& a, const Tensor& b) { return -(a * b) * 3.0 + b; };
+      const Graph g = compiled_graph(f, x, bias);
+      EXPECT_EQ(count(g, "fused_elementwise"), 1) << g;
+      const auto xs = x.to_vector<double>(), bs = bias.to_vector<double>();
+      std::vector<double> want(xs.size());
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const double b = bs[i % size_t(len)];
+        want[i] = -(xs[i] * b) * 3.0 + b;
+      }
+      expect_near(compile(f)(x, bias).to_vector<double>(), want, dtype == kFloat32 ? 1e-6 : 1e-14);
+    }
+}
+
 TEST(Fusion, IntermediatesReadElsewhereAreOutputs) {
   // a is read by the sum (outside the chain) and returned; b only inside the chain.
   auto f = [](const Tensor& x) {

@@ -96,6 +96,35 @@ TEST(Matmul, VmapOfVectorTimesMatrixIsOneGemm) {
   }
 }
 
+// W @ v_b, a layer written for one example, comes out batch-major (as V @ W^T), so what reads
+// its rows (the next layer, a cond's partition, vmap's output) takes them in place; also inside a
+// batch of matrices (nbatch > 0: w is (3, 24, 32), v_b (50, 3, 32)).
+TEST(Matmul, VmapOfMatrixTimesVectorIsBatchMajor) {
+  const Tensor w = sample({24, 32}, kFloat32, 3);
+  auto f = [&](const Tensor& v) { return matmul(w, v); };
+  for (int64_t axis : {0, 1}) {
+    const Tensor vb = axis == 0 ? sample({50, 32}) : transpose(sample({50, 32}));
+    Tensor c;
+    const auto n = count([&] { c = vmap(f, axis)(vb); });
+    EXPECT_EQ(n.gemm_calls, 1) << "axis " << axis;
+    EXPECT_EQ(n.copied_elements, 0) << "axis " << axis;
+    EXPECT_TRUE(c.is_contiguous()) << "axis " << axis;
+    const Tensor rows = axis == 0 ? vb : transpose(vb).contiguous();
+    EXPECT_EQ(c.to_vector<double>(), naive(rows, transpose(w).contiguous()));
+  }
+  const Tensor ws = sample({3, 24, 32}, kFloat32, 4), vs = sample({50, 3, 32}, kFloat32, 5);
+  auto g = [&](const Tensor& v) { return matmul(ws, expand_dims(v, 2)); };  // (3, 24, 1)
+  auto h = [&](const Tensor& v) {
+    return dot_general(ws, v, DotDims{{2}, {1}, {0}, {0}});  // (3, 24)
+  };
+  const Tensor got = vmap(h)(vs), loop_g = vmap(g)(vs);
+  for (int64_t b = 0; b < 50; ++b)
+    for (int64_t m = 0; m < 3; ++m)
+      EXPECT_EQ(got[b][m].to_vector<double>(), naive(ws[m], expand_dims(vs[b][m], 1)))
+          << b << " " << m;
+  EXPECT_EQ(got.to_vector<double>(), reshape(loop_g, {50, 3, 24}).to_vector<double>());
+}
+
 TEST(Matmul, BroadcastBatchDimsAreNotCopied) {
   const Tensor a = sample({2, 1, 3, 4}), b = sample({5, 4, 2}, kFloat32, 2);
   Tensor c;

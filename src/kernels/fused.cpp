@@ -196,7 +196,7 @@ bool costly(const FusedStep& s) {
 // per thread across calls so a small call allocates nothing, and where each register's tile is.
 class Registers {
  public:
-  explicit Registers(int32_t n) : at(n) {
+  explicit Registers(int32_t n) : at(n), filled(n, 0) {
     thread_local std::vector<char> buffers;
     if (buffers.size() < size_t(n) * kRegisterBytes + 64)
       buffers.resize(size_t(n) * kRegisterBytes + 64);
@@ -224,6 +224,9 @@ class Registers {
   }
 
   std::vector<const char*> at;
+  // Elements of register r that hold a tile-invariant input (a splat, a row broadcast over the
+  // rows): loaded once for all the tiles these registers run, not once a tile.
+  std::vector<int64_t> filled;
 
  private:
   char* base_;
@@ -341,8 +344,12 @@ struct FusedPass::Plan {
   int64_t numel = 0, len = 1, rows = 0, chunks = 1, per = 1, grain = 1;
   bool stream = false;
   std::vector<Group> groups;
-  std::vector<int32_t> gathered;  // the inputs not laid out as the output (the others: in place)
-  std::vector<int32_t> splats;    // inputs of one value broadcast (a zero): filled once a tile
+  std::vector<int32_t> gathered;
+  // Inputs read in place, gathered (those in `gathered`: not laid out as the output), of one
+  // value broadcast (a zero) or of one row broadcast over the others (a bias, in a multi-row
+  // tile).
+  enum class Kind : uint8_t { InPlace, Gathered, Splat, RowSplat };
+  std::vector<Kind> kinds;
   std::vector<const char*> bases;
   std::vector<int64_t> sizes;
   std::vector<char*> out_bases;
@@ -411,10 +418,16 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
   per = len >= kTile ? 1 : kTile / len;
   for (int32_t i = 0; i < nin; ++i) {
     const Strides& st = s.strides[i + 1];
-    if (std::all_of(st.begin(), st.end(), [](int64_t x) { return x == 0; }))
-      splats.push_back(i);
+    auto zero = [](int64_t x) { return x == 0; };
+    Kind kind = Kind::InPlace;
+    if (std::all_of(st.begin(), st.end(), zero))
+      kind = Kind::Splat;
+    else if (per > 1 && std::all_of(st.begin(), st.end() - 1, zero))
+      kind = Kind::RowSplat;
     else if (st != s.strides[0])
-      gathered.push_back(i);
+      kind = Kind::Gathered;
+    kinds.push_back(kind);
+    if (kind == Kind::Gathered) gathered.push_back(i);
   }
 }
 
@@ -424,15 +437,40 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
   std::vector<const char*>& reg = regs.at;
   cursor.seek(row);
   const int64_t out_offset = cursor.off[0] + c0;
+  // A splat's n elements, or a row splat's `count` rows, are the same in every tile: loaded only
+  // when these registers hold fewer.
+  auto invariant = [&](int32_t i, auto load) {
+    if (regs.filled[i] < n) load();
+    regs.filled[i] = std::max(regs.filled[i], n);
+    reg[i] = regs.buffer(i);
+  };
+  auto splat = [&](int32_t i) {
+    invariant(i, [&] { regs.load(i, bases[i], 0, n, size_t(sizes[i])); });
+  };
   if (count == 1) {
     for (int32_t i = 0; i < nin; ++i) {
+      if (kinds[i] == Kind::Splat) {
+        splat(i);
+        continue;
+      }
       const int64_t step = s.strides[i + 1].back();
       regs.load(i, bases[i] + (cursor.off[i + 1] + c0 * step) * sizes[i], step, n,
                 size_t(sizes[i]));
+      regs.filled[i] = 0;  // (a row splat's register: a part of one row now)
     }
   } else {
-    for (int32_t i = 0; i < nin; ++i) reg[i] = bases[i] + cursor.off[i + 1] * sizes[i];
-    for (int32_t i : splats) regs.load(i, bases[i], 0, n, size_t(sizes[i]));
+    for (int32_t i = 0; i < nin; ++i) {
+      if (kinds[i] == Kind::Splat) {
+        splat(i);
+      } else if (kinds[i] == Kind::RowSplat) {
+        invariant(i, [&] {
+          for (int64_t r = 0; r < count; ++r)
+            regs.load_row(i, r * len, bases[i], s.strides[i + 1].back(), len, size_t(sizes[i]));
+        });
+      } else {
+        reg[i] = bases[i] + cursor.off[i + 1] * sizes[i];
+      }
+    }
     // Rows that stay within one index of the dims outside the next-to-last are a fixed stride
     // apart in every operand: walked by that stride, not by the cursor (which costs a pass over
     // every dim and operand per row).

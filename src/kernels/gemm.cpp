@@ -73,13 +73,15 @@ bool gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
     blas(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return false;
   }
-  // Split the longer side of C; each block is its own single-threaded GEMM.
-  const bool by_rows = m >= n;
-  const int64_t len = by_rows ? m : n, units = (len + kAlign - 1) / kAlign;
-  const double unit_flops = flops / double(units);
   // At most 2 blocks a core: each block packs B again, so 8 blocks of a 512^3 product made
   // jacobian_mlp 13% slower than 4 (and 2 a core still lets a thread take a stalled one's share).
   const int64_t most_blocks = runtime::max_chunks() / 2;
+  // Split the longer side of C; each block is its own single-threaded GEMM. Rows also when an
+  // epilogue waits and C has rows enough for every block: its chain then runs on each block
+  // while it is in cache, not as a pass after the product.
+  const bool by_rows = m >= n || (rows_done && m >= most_blocks * 4 * kAlign);
+  const int64_t len = by_rows ? m : n, units = (len + kAlign - 1) / kAlign;
+  const double unit_flops = flops / double(units);
   const auto grain = std::max<int64_t>(
       {1, static_cast<int64_t>(kBlockFlops / unit_flops), (units + most_blocks - 1) / most_blocks});
   parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
