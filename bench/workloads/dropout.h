@@ -130,12 +130,16 @@ inline std::vector<Variant> dropout_draws() {
          gen.set_counter(0);
          return leaves(compiled(x));
        }},
+      // The per-example function by hand: each lane's key from the rewound generator's (as the
+      // vmapped call derives them, every call), the masks, and the mapped x added to them. (Until
+      // stop 38 the lane keys were made once outside the call and x, all zeros, was left out.)
       {"manual",
        [=] {
+         const Tensor keys = dropout_lane_keys(batch);
          const double scale = 1.0 / (1.0 - kDropRate);
-         const Tensor kept = lanes::ones({width}) * scale;
-         return Outputs{lanes::where(dropout_masks(lane_keys, 0, width), kept, 0.0),
-                        lanes::where(dropout_masks(lane_keys, 1, width), kept, 0.0)};
+         const Tensor kept = lanes::ones({width}) * scale, column = lanes::expand_dims(x, 1);
+         return Outputs{lanes::where(dropout_masks(keys, 0, width), kept, 0.0) + column,
+                        lanes::where(dropout_masks(keys, 1, width), kept, 0.0) + column};
        }},
   };
 }
