@@ -264,15 +264,20 @@ bool is_identity(const T* p, const Matrix& m) {
   const int64_t inner = by_rows ? m.cols.stride : m.rows.stride;
   const int64_t outer = by_rows ? m.rows.stride : m.cols.stride;
   if (p[0] != T(1) || p[inner] != T(0) || p[outer] != T(0)) return false;
-  for (int64_t i = 0; i < n; ++i) {
-    const T* line = p + i * outer;
-    if (line[i * inner] != T(1)) return false;
-    if (inner == 1 ? !zeros(line, i) || !zeros(line + i + 1, n - i - 1)
-                   : !zeros_strided(line, inner, i) ||
-                         !zeros_strided(line + (i + 1) * inner, inner, n - i - 1))
-      return false;
-  }
-  return true;
+  // Over the pool, like all_finite: on one thread, the scan of jacobian_mlp's 512 x 512 identity
+  // was a fifth of its product-with-the-identity's time, the other thread waiting.
+  std::atomic<bool> identity{true};
+  parallel_for(n, std::max<int64_t>(1, 32768 / n), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end && identity.load(std::memory_order_relaxed); ++i) {
+      const T* line = p + i * outer;
+      if (line[i * inner] != T(1) ||
+          (inner == 1 ? !zeros(line, i) || !zeros(line + i + 1, n - i - 1)
+                      : !zeros_strided(line, inner, i) ||
+                            !zeros_strided(line + (i + 1) * inner, inner, n - i - 1)))
+        identity = false;
+    }
+  });
+  return identity;
 }
 
 // Whether the n values from p, `step` apart, are all finite: no value has all exponent bits set,
