@@ -314,11 +314,11 @@ std::optional<Rewrite> double_negation(const GraphView& g, const Primitive& p, c
   return same_as(n->inputs[0]);
 }
 
-// The value of every element of v when v is a constant whose elements are all equal. Elements are
-// read only for a broadcast of one element (all strides 0) or a small constant.
-// The stored values of a constant are those of its dims with a stride: a broadcast of a (128, 512)
-// zero to (64, 128, 512) (the zero cotangent a scan's weight gradient starts from) is checked as
-// the (128, 512) it views, bytewise, stopping at the first element that differs.
+// The value of every element of v when v is a constant whose elements are all equal (bytewise:
+// -0.0 beside 0.0 is not a splat). Only the values it stores are read, those of its dims with a
+// stride, up to 2^20 of them, stopping at the first that differs: a broadcast of a (128, 512)
+// zero to (64, 128, 512), the zero cotangent a scan's weight gradient starts from, is checked as
+// the (128, 512) it views.
 std::optional<double> splat(const GraphView& g, ValueId v) {
   const Tensor* t = g.constant_value(v);
   if (!t || t->numel() == 0) return {};
