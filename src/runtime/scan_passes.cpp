@@ -1,5 +1,6 @@
-// simplify_scans: each scan node without the carries its body passes through and without
-// repeated ys (prim::Scan::simplified); whatever read them reads the values they equal.
+// simplify_scans: each scan node without the carries its body passes through, without repeated
+// ys and without ys that are a step of an xs (prim::Scan::simplified); whatever read them reads
+// the values they equal.
 #include <algorithm>
 #include <numeric>
 
