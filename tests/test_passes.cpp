@@ -581,3 +581,38 @@ TEST(Passes, ReverseScanCarriesNoWeightAccumulatorItPassesThrough) {
   EXPECT_EQ(found[1].first, 1) << g;  // the reverse scan carries the cotangent of h alone
   expect_close(compile(grad(loss))(w, xs), grad(unrolled)(w, xs));
 }
+
+// A large product with a captured weight is marked as having a finite factor, checked once at
+// compile: the kernel then skips that factor's scan when the other is the identity (jacrev's
+// pullback of the identity's rows). The values stay those of the product: the weight itself for
+// the identity, a GEMM otherwise, and a weight holding an inf is not marked, so the identity's
+// zeros still make its column NaN as IEEE does.
+TEST(Passes, FiniteConstantFactorsAreCheckedOnceAtCompile) {
+  const int64_t n = 160;
+  const Tensor w = randn({n, n}, 37);
+  std::vector<double> v = w.to_vector<double>();
+  v[5 * n + 7] = INFINITY;
+  const Tensor with_inf = cast(tensor(v, {n, n}), kFloat32);
+  const Tensor not_identity = eye(n) + randn({n, n}, 38) * 0.01;
+  for (const bool finite : {true, false}) {
+    const Tensor weight = finite ? w : with_inf;
+    auto left = [weight](const Tensor& e) { return matmul(e, weight); };
+    auto right = [weight](const Tensor& e) { return matmul(weight, e); };
+    const Graph gl = optimized(left, eye(n)), gr = optimized(right, eye(n));
+    ASSERT_EQ(gl.nodes.size(), 1u) << gl;
+    ASSERT_EQ(gr.nodes.size(), 1u) << gr;
+    const std::string pl = gl.nodes[0].prim->params(), pr = gr.nodes[0].prim->params();
+    EXPECT_EQ(pl.find("finite_rhs") != std::string::npos, finite) << pl;
+    EXPECT_EQ(pr.find("finite_lhs") != std::string::npos, finite) << pr;
+    for (const Tensor& e : {eye(n), not_identity}) {
+      expect_equal(compile(left)(e), left(e));
+      expect_equal(compile(right)(e), right(e));
+    }
+    if (finite) expect_equal(compile(left)(eye(n)), weight);
+    if (!finite) EXPECT_TRUE(std::isnan(compile(left)(eye(n)).to_vector<double>()[0 * n + 7]));
+  }
+  // Below the kernel's threshold for the identity test (~128^3), nothing is marked.
+  const Tensor small = randn({64, 64}, 39);
+  const Graph g = optimized([small](const Tensor& e) { return matmul(e, small); }, eye(64));
+  EXPECT_EQ(g.nodes[0].prim->params().find("finite"), std::string::npos) << g;
+}

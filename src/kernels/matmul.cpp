@@ -324,13 +324,17 @@ Tensor matrix_view(const Operand& op, const Shape& shape) {
 // value, while a zero's sign would come out of the chain's sums of zeros.
 template <class T>
 std::optional<Tensor> identity_product(const Operand& a, const Operand& b, const Shape& shape,
-                                       bool in_order) {
+                                       bool in_order, FiniteOperands finite) {
   const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(b.m.cols.size);
   if (flops < 4e6 || shape.size() != 2) return {};  // ~128^3: below, a GEMM costs no more
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
-  const bool left = is_identity(pa, a.m) && all_finite(pb, b.m, in_order);
-  if (!left && !(is_identity(pb, b.m) && all_finite(pa, a.m, in_order))) return {};
+  // (Batch-invariant products also need no zeros, which the hint does not say.)
+  const bool left =
+      is_identity(pa, a.m) && ((finite.rhs && !in_order) || all_finite(pb, b.m, in_order));
+  if (!left &&
+      !(is_identity(pb, b.m) && ((finite.lhs && !in_order) || all_finite(pa, a.m, in_order))))
+    return {};
   detail::skip_flops(flops);  // a FlopCounter counts the work done, not the nominal product's
   return matrix_view(left ? b : a, shape);
 }
@@ -503,7 +507,8 @@ namespace {
 // allocated (`started`), and sets `by_blocks` when the kernel told it of every block.
 Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
                const std::vector<int64_t>& rc, const std::vector<int64_t>& lb,
-               const std::vector<int64_t>& rb, Epilogue* epilogue, bool& started, bool& by_blocks) {
+               const std::vector<int64_t>& rb, Epilogue* epilogue, FiniteOperands finite,
+               bool& started, bool& by_blocks) {
   const std::vector<int64_t> lf = free_dims(lhs.ndim(), lc, lb), rf = free_dims(rhs.ndim(), rc, rb);
   Shape out_shape;
   for (int64_t d : lb) out_shape.push_back(lhs.shape()[d]);
@@ -571,7 +576,7 @@ Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>&
     visit_dtype(lhs.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_floating_point_v<T>)
-        view = identity_product<T>(a, b, out_shape, in_order);
+        view = identity_product<T>(a, b, out_shape, in_order, finite);
     });
   if (view) return *view;
   Tensor out = Tensor::empty(out_shape, lhs.dtype());
@@ -597,14 +602,26 @@ Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>&
 
 Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
                    const std::vector<int64_t>& rc, const std::vector<int64_t>& lb,
-                   const std::vector<int64_t>& rb, Epilogue* epilogue) {
+                   const std::vector<int64_t>& rb, Epilogue* epilogue, FiniteOperands finite) {
   bool started = false, by_blocks = false;
-  const Tensor out = product(lhs, rhs, lc, rc, lb, rb, epilogue, started, by_blocks);
+  const Tensor out = product(lhs, rhs, lc, rc, lb, rb, epilogue, finite, started, by_blocks);
   if (epilogue && !by_blocks) {
     if (!started) epilogue->start(out);
     epilogue->all();
   }
   return out;
+}
+
+bool all_finite(const Tensor& t) {
+  bool finite = true;
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const Tensor flat = t.contiguous();
+      finite = all_finite(flat.data<T>(), 1, flat.numel(), false);
+    }
+  });
+  return finite;
 }
 
 }  // namespace lanes::kernels

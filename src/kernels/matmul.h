@@ -38,6 +38,13 @@ class Epilogue {
   virtual void all() const = 0;
 };
 
+/// Which operands are known to hold only finite values: a compiled graph's constants, checked
+/// once when it was built. A product with the identity is a view of the other factor only when
+/// that factor is finite; a known-finite one is not scanned again on every call.
+struct FiniteOperands {
+  bool lhs = false, rhs = false;
+};
+
 /// Output (batch dims, lhs free dims, rhs free dims), each group in operand order. The dims must
 /// be valid (the primitive's infer checked them) and the dtypes equal. With an epilogue, it runs
 /// over the output (by blocks where the kernel allows) before this returns.
@@ -45,7 +52,11 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs,
                    const std::vector<int64_t>& lhs_contracting,
                    const std::vector<int64_t>& rhs_contracting,
                    const std::vector<int64_t>& lhs_batch, const std::vector<int64_t>& rhs_batch,
-                   Epilogue* epilogue = nullptr);
+                   Epilogue* epilogue = nullptr, FiniteOperands finite = {});
+
+/// Whether every element of a floating-point tensor is finite (no inf, no NaN); true for the
+/// other dtypes.
+bool all_finite(const Tensor& t);
 
 /// Counters since the program started, for tests and benchmarks: GEMM (or integer matmul) calls
 /// made, elements of operands copied because their layout did not fit BLAS, and the products

@@ -69,7 +69,8 @@ int64_t free_before(int64_t at, const std::vector<int64_t>& contracting,
 std::string DotGeneral::params() const {
   return "lhs_contracting=" + list_str(dims_.lhs_contracting) +
          ", rhs_contracting=" + list_str(dims_.rhs_contracting) +
-         ", lhs_batch=" + list_str(dims_.lhs_batch) + ", rhs_batch=" + list_str(dims_.rhs_batch);
+         ", lhs_batch=" + list_str(dims_.lhs_batch) + ", rhs_batch=" + list_str(dims_.rhs_batch) +
+         (finite_.lhs ? ", finite_lhs" : "") + (finite_.rhs ? ", finite_rhs" : "");
 }
 
 std::vector<TensorType> DotGeneral::infer(const std::vector<TensorType>& in) const {
@@ -106,7 +107,7 @@ double DotGeneral::flops(const std::vector<TensorType>& in,
 
 std::vector<Tensor> DotGeneral::eval(const std::vector<Tensor>& in) const {
   return {kernels::dot_general(in[0], in[1], dims_.lhs_contracting, dims_.rhs_contracting,
-                               dims_.lhs_batch, dims_.rhs_batch)};
+                               dims_.lhs_batch, dims_.rhs_batch, nullptr, finite_)};
 }
 
 namespace {

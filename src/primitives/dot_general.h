@@ -2,6 +2,7 @@
 // are composed from it in src/ops/linalg.cpp.
 #pragma once
 
+#include "kernels/matmul.h"
 #include "lanes/ops.h"
 #include "lanes/primitive.h"
 
@@ -13,7 +14,10 @@ namespace lanes::prim {
 /// promotes).
 class DotGeneral : public Primitive {
  public:
-  explicit DotGeneral(DotDims dims) : dims_(std::move(dims)) {}
+  /// `finite`: operands a compiled graph knows to be finite (constants it checked once; the
+  /// kernel then skips their scan). A hint for the kernel, never a change of the product.
+  explicit DotGeneral(DotDims dims, kernels::FiniteOperands finite = {})
+      : dims_(std::move(dims)), finite_(finite) {}
   std::string name() const override { return "dot_general"; }
   std::vector<Tensor> mask(const std::vector<Tensor>& in,
                            const detail::MaskContext& ctx) const override;
@@ -38,9 +42,11 @@ class DotGeneral : public Primitive {
   const std::vector<int64_t>& rhs_contracting() const { return dims_.rhs_contracting; }
   const std::vector<int64_t>& lhs_batch() const { return dims_.lhs_batch; }
   const std::vector<int64_t>& rhs_batch() const { return dims_.rhs_batch; }
+  kernels::FiniteOperands known_finite() const { return finite_; }
 
  private:
   DotDims dims_;
+  kernels::FiniteOperands finite_;
 };
 
 }  // namespace lanes::prim

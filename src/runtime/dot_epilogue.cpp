@@ -74,7 +74,7 @@ class DotEpilogue : public Primitive {
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override {
     ChainEpilogue epilogue(program_, shape_, {in.begin() + 2, in.end()}, product_);
     kernels::dot_general(in[0], in[1], dot_->lhs_contracting(), dot_->rhs_contracting(),
-                         dot_->lhs_batch(), dot_->rhs_batch(), &epilogue);
+                         dot_->lhs_batch(), dot_->rhs_batch(), &epilogue, dot_->known_finite());
     return epilogue.outputs();
   }
 

@@ -410,15 +410,39 @@ std::optional<Rewrite> sum_of_pads(GraphView& g, const Primitive& p, const Ins& 
   return replace_by(std::make_shared<const prim::Pad>(first.low(), high, 0.0), {joined});
 }
 
+// A product with a constant factor, large enough that the kernel checks for the identity as the
+// other factor (jacrev's pullback of the identity's rows through a captured weight): the kernel
+// then needs the constant finite, and a constant's values are checked here once rather than on
+// every call (jacobian_mlp: a 1 MB scan per call).
+std::optional<Rewrite> finite_constant_factors(const GraphView& g, const Primitive& p,
+                                               const Ins& ins, const TensorType& out) {
+  const auto* dot = as<prim::DotGeneral>(p);
+  if (!dot || !dot->lhs_batch().empty() || out.shape.size() != 2 ||
+      (out.dtype != DType::Float32 && out.dtype != DType::Float64))
+    return {};
+  double k = 1;
+  for (int64_t d : dot->lhs_contracting()) k *= double(g.type(ins[0]).shape[size_t(d)]);
+  if (2.0 * k * double(shape_numel(out.shape)) < 4e6) return {};  // the kernel's own threshold
+  kernels::FiniteOperands finite = dot->known_finite();
+  auto known = [&](ValueId v) {
+    const Tensor* t = g.constant_value(v);
+    return t && kernels::all_finite(*t);
+  };
+  const bool lhs = !finite.lhs && known(ins[0]), rhs = !finite.rhs && known(ins[1]);
+  if (!lhs && !rhs) return {};
+  finite.lhs = finite.lhs || lhs, finite.rhs = finite.rhs || rhs;
+  return replace_by(std::make_shared<prim::DotGeneral>(dot->dims(), finite), ins);
+}
+
 // The first rewrite that applies.
 std::optional<Rewrite> simplify(GraphView& g, const Primitive& p, const Ins& ins,
                                 const TensorType& out) {
   using Rule =
       std::optional<Rewrite> (*)(const GraphView&, const Primitive&, const Ins&, const TensorType&);
   static constexpr Rule kRules[] = {
-      drop_identity,          compose_transposes,  compose_broadcasts,  broadcast_of_reshape,
-      transpose_of_broadcast, transpose_of_dot,    reshape_of_view,     compose_casts,
-      double_negation,        arithmetic_identity, flatten_concatenates};
+      drop_identity,          compose_transposes,  compose_broadcasts,   broadcast_of_reshape,
+      transpose_of_broadcast, transpose_of_dot,    reshape_of_view,      compose_casts,
+      double_negation,        arithmetic_identity, flatten_concatenates, finite_constant_factors};
   for (Rule rule : kRules)
     if (auto r = rule(g, p, ins, out)) return r;
   return sum_of_pads(g, p, ins, out);
