@@ -451,6 +451,27 @@ TEST(Passes, SumOfAdjacentPaddedSlabsIsOneConcatenate) {
   keeps_its_sum(grad(gap));
 }
 
+// A carry that accumulates the slabs one by one, (acc + pad(a)) + pad(b) ..., as a reverse scan's
+// bias cotangent does: the slabs join into one concatenate added once, whichever side of each
+// add they are on. Bit-identical to eager (no -0.0 in these inputs).
+TEST(Passes, SlabsAddedOneByOneToAnotherValueAreOneConcatenate) {
+  const Tensor acc = randn({5, 12}, 12), parts = randn({5, 12}, 13);
+  auto accumulate = [](const Tensor& a, const Tensor& v) {
+    Tensor total = a;
+    for (int64_t k = 0; k < 4; ++k) {
+      const Tensor slab =
+          pad(exp(slice_axis(v, 1, 3 * k, 3 * k + 3)), {0, 3 * k}, {0, 9 - 3 * k}, 0.0);
+      total = k % 2 ? total + slab : slab + total;
+    }
+    return total;
+  };
+  const Graph opt = optimized(accumulate, acc, parts);
+  EXPECT_EQ(count(opt, "pad"), 0) << opt;
+  EXPECT_EQ(count(opt, "concatenate"), 1) << opt;
+  EXPECT_EQ(count(opt, "add"), 1) << opt;
+  expect_equal(compile(accumulate)(acc, parts), accumulate(acc, parts));
+}
+
 TEST(Passes, NestedConcatenatesAlongOneAxisAreOne) {
   const Tensor a = randn({2, 3}, 1), b = randn({2, 4}, 2), c = randn({2, 5}, 3);
   auto f = [](const Tensor& x, const Tensor& y, const Tensor& z) {

@@ -381,13 +381,11 @@ std::optional<Rewrite> flatten_concatenates(const GraphView& g, const Primitive&
 // of the parts instead of full-size padded buffers and their sum. Repeated over all the slabs,
 // the sum becomes one concatenate and a pad by nothing, which drop_identity removes. Exact, but
 // for -0.0 in x or y staying -0.0 where the sum with the padding's +0.0 gives +0.0.
-std::optional<Rewrite> sum_of_pads(GraphView& g, const Primitive& p, const Ins& ins,
-                                   const TensorType& out) {
-  const auto* add = as<prim::Binary>(p);
-  if (!add || add->kind() != prim::Binary::Kind::Add || ins.size() != 2) return {};
+// Returns the pad of the concatenate, or nothing when a and b are not such slabs.
+std::optional<ValueId> joined_slabs(GraphView& g, ValueId a, ValueId b, const TensorType& out) {
   const Node *na, *nb;
-  const auto* pa = produced_by<prim::Pad>(g, ins[0], &na);
-  const auto* pb = produced_by<prim::Pad>(g, ins[1], &nb);
+  const auto* pa = produced_by<prim::Pad>(g, a, &na);
+  const auto* pb = produced_by<prim::Pad>(g, b, &nb);
   if (!pa || !pb || pa->value() != 0.0 || pb->value() != 0.0) return {};
   std::optional<size_t> axis;  // the one axis where the slabs differ
   for (size_t d = 0; d < out.shape.size(); ++d) {
@@ -407,7 +405,31 @@ std::optional<Rewrite> sum_of_pads(GraphView& g, const Primitive& p, const Ins& 
                                 {(a_first ? na : nb)->inputs[0], (a_first ? nb : na)->inputs[0]});
   Shape high = first.high();
   high[d] = second.high()[d];
-  return replace_by(std::make_shared<const prim::Pad>(first.low(), high, 0.0), {joined});
+  return g.node(std::make_shared<const prim::Pad>(first.low(), high, 0.0), {joined});
+}
+
+// The slabs summed two at a time, also when an accumulation adds them one by one to another
+// value: (x + pad(a)) + pad(b) is x + pad(concatenate(a, b)) (a reverse scan's bias cotangent
+// adds each gate's slab to its carry). The slabs are disjoint, so each element's sum is the same.
+std::optional<Rewrite> sum_of_pads(GraphView& g, const Primitive& p, const Ins& ins,
+                                   const TensorType& out) {
+  const auto* add = as<prim::Binary>(p);
+  if (!add || add->kind() != prim::Binary::Kind::Add || ins.size() != 2) return {};
+  if (auto joined = joined_slabs(g, ins[0], ins[1], out)) return same_as(*joined);
+  for (int side = 0; side < 2; ++side) {
+    const Node* inner;
+    const auto* sum = produced_by<prim::Binary>(g, ins[size_t(side)], &inner);
+    if (!sum || sum->kind() != prim::Binary::Kind::Add || g.type(inner->inputs[0]) != out ||
+        g.type(inner->inputs[1]) != out)
+      continue;
+    for (int k = 0; k < 2; ++k) {
+      const ValueId rest = inner->inputs[size_t(1 - k)];
+      if (auto joined = joined_slabs(g, inner->inputs[size_t(k)], ins[size_t(1 - side)], out))
+        return replace_by(std::make_shared<const prim::Binary>(prim::Binary::Kind::Add),
+                          {rest, *joined});
+    }
+  }
+  return {};
 }
 
 // A product with a constant factor, large enough that the kernel checks for the identity as the
