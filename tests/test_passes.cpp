@@ -9,40 +9,14 @@
 
 #include "lanes/lanes.h"
 #include "op_table.h"
+#include "pass_checks.h"
 #include "primitives/elementwise.h"
 #include "primitives/reduce.h"
 
 using namespace lanes;
+using namespace pass_checks;
 
 namespace {
-
-Tensor randn(const Shape& shape, uint64_t seed) { return random::normal(random::key(seed), shape); }
-
-// Equal within tol relative to 1 + |want|; NaN and infinities must match exactly.
-void expect_close(const Tensor& got, const Tensor& want, double tol = 1e-5) {
-  ASSERT_EQ(got.shape(), want.shape());
-  ASSERT_EQ(got.dtype(), want.dtype());
-  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(w[i])) ASSERT_TRUE(std::isnan(g[i])) << i;
-    if (!std::isfinite(w[i])) ASSERT_TRUE(g[i] == w[i] || std::isnan(w[i])) << i;
-    if (std::isfinite(w[i])) ASSERT_NEAR(g[i], w[i], tol * (1 + std::abs(w[i]))) << i;
-  }
-}
-
-// The rewrites only re-describe or skip work: bit-identical results.
-void expect_equal(const Tensor& got, const Tensor& want) { expect_close(got, want, 0.0); }
-
-template <class F, class... Args>
-Graph optimized(const F& f, const Args&... args) {
-  return detail::optimize(make_graph(f)(args...));
-}
-
-int count(const Graph& g, const std::string& name) {
-  int n = 0;
-  for (const Node& node : g.nodes) n += node.prim->name() == name;
-  return n;
-}
 
 // f's graph with its inputs turned into the constants `values`: every node then folds.
 Graph with_constant_inputs(Graph g, const std::vector<Tensor>& values) {
@@ -487,120 +461,6 @@ TEST(Passes, NestedConcatenatesAlongOneAxisAreOne) {
   };
   EXPECT_EQ(count(optimized(g, a, b), "concatenate"), 3);
   expect_equal(compile(g)(a, b), g(a, b));
-}
-
-// A loop's reverse pass computes the cotangents of its xs as ys; a gradient with respect to the
-// weights alone never reads them, and the compiled reverse scan drops them and their products.
-// (sin(xt): with xt itself, the cotangent of xt is a ys the weights' gradient reads too.)
-TEST(Passes, ScanDropsTheYsNothingReads) {
-  const Tensor w = randn({4, 4}, 30), xs = randn({6, 4}, 31);
-  auto loss = [](const Tensor& v, const Tensor& x) {
-    auto step = [&](const Tensor& h, const Tensor& xt) {
-      return std::make_pair(tanh(matmul(h, v) + sin(xt)), std::tuple<>{});
-    };
-    return sum(scan(step, zeros({4}), x).first);
-  };
-  auto unrolled = [](const Tensor& v, const Tensor& x) {
-    Tensor h = zeros({4});
-    for (int64_t t = 0; t < x.shape(0); ++t) h = tanh(matmul(h, v) + sin(x[t]));
-    return sum(h);
-  };
-  auto reverse_outputs = [](const Graph& g) {
-    size_t outputs = 0;
-    for (const Node& n : g.nodes)
-      if (n.prim->name() == "scan" && n.prim->params().find("reverse") != std::string::npos)
-        outputs += n.outputs.size();
-    return outputs;
-  };
-  const auto weights_only = [&](const Tensor& v, const Tensor& x) { return grad(loss)(v, x); };
-  const auto both = [&](const Tensor& v, const Tensor& x) {
-    const auto [dv, dx] = grad(loss, {0, 1})(v, x);
-    return std::make_pair(dv, dx);
-  };
-  const Graph pruned = optimized(weights_only, w, xs), full = optimized(both, w, xs);
-  ASSERT_GT(reverse_outputs(full), 0u) << full;
-  EXPECT_EQ(reverse_outputs(pruned) + 1, reverse_outputs(full)) << pruned;
-  expect_close(compile(weights_only)(w, xs), grad(unrolled)(w, xs));
-  const auto [dv, dx] = compile(both)(w, xs);
-  const auto [uv, ux] = grad(unrolled, {0, 1})(w, xs);
-  expect_close(dv, uv);
-  expect_close(dx, ux);
-}
-
-// The scans of the optimized graph: each one's carries (its params' "carry=N") and outputs.
-std::vector<std::pair<int, size_t>> scans(const Graph& g) {
-  std::vector<std::pair<int, size_t>> out;
-  for (const Node& n : g.nodes)
-    if (n.prim->name() == "scan") {
-      const std::string p = n.prim->params();
-      out.emplace_back(std::stoi(p.substr(p.find("carry=") + 6)), n.outputs.size());
-    }
-  return out;
-}
-
-// A carry the body returns unchanged leaves the scan (its final value is its initial one), a ys
-// the body returns twice is computed once, and a ys that is a step of the xs is the xs; the
-// values read outside stay right.
-TEST(Passes, ScanDropsPassedThroughCarriesAndRepeatedYs) {
-  const Tensor k0 = randn({4}, 32), xs = randn({5, 4}, 33);
-  auto f = [](const Tensor& k, const Tensor& x) {
-    using Carry = std::pair<Tensor, Tensor>;
-    auto step = [](const Carry& c, const Tensor& xt) {
-      const Tensor h = tanh(c.first * c.second + xt);
-      return std::make_pair(Carry{h, c.second}, std::make_tuple(h, h, xt));
-    };
-    const auto [carry, ys] = scan(step, Carry{zeros({4}), k}, x);
-    const auto& [y1, y2, y3] = ys;
-    return std::make_tuple(carry.first, carry.second * 2.0, y1 + y2 * 3.0 + sin(y3));
-  };
-  auto unrolled = [](const Tensor& k, const Tensor& x) {
-    Tensor h = zeros({4});
-    std::vector<Tensor> hs;
-    for (int64_t t = 0; t < x.shape(0); ++t) hs.push_back(h = tanh(h * k + x[t]));
-    const Tensor ys = stack(hs, 0);
-    return std::make_tuple(h, k * 2.0, ys * 4.0 + sin(x));
-  };
-  const Graph g = optimized(f, k0, xs);
-  ASSERT_EQ(scans(g).size(), 1u) << g;
-  EXPECT_EQ(scans(g)[0], std::make_pair(1, size_t{2})) << g;  // carry h, one ys
-  const auto [h, k2, ys] = compile(f)(k0, xs);
-  const auto [uh, uk2, uys] = unrolled(k0, xs);
-  expect_close(h, uh);
-  expect_close(k2, uk2);
-  expect_close(ys, uys);
-  // The gradient's reverse scan carries the cotangent of k and keeps no pass-through either.
-  auto loss = [&](const Tensor& k, const Tensor& x) {
-    const auto [a, b, c] = f(k, x);
-    return sum(a) + sum(b) + sum(c * c);
-  };
-  auto unrolled_loss = [&](const Tensor& k, const Tensor& x) {
-    const auto [a, b, c] = unrolled(k, x);
-    return sum(a) + sum(b) + sum(c * c);
-  };
-  expect_close(compile(grad(loss))(k0, xs), grad(unrolled_loss)(k0, xs));
-}
-
-// A gradient with respect to a loop's weights: the reverse scan no longer carries the weights'
-// cotangent accumulators its body passed through (their terms leave as ys, summed after it), so
-// no zero is added to the per-step products' sum.
-TEST(Passes, ReverseScanCarriesNoWeightAccumulatorItPassesThrough) {
-  const Tensor w = randn({4, 4}, 34), xs = randn({6, 4}, 35);
-  auto loss = [](const Tensor& v, const Tensor& x) {
-    auto step = [&](const Tensor& h, const Tensor& xt) {
-      return std::make_pair(tanh(matmul(h, v) + xt), std::tuple<>{});
-    };
-    return sum(scan(step, randn({4}, 36), x).first);
-  };
-  auto unrolled = [](const Tensor& v, const Tensor& x) {
-    Tensor h = randn({4}, 36);
-    for (int64_t t = 0; t < x.shape(0); ++t) h = tanh(matmul(h, v) + x[t]);
-    return sum(h);
-  };
-  const Graph g = optimized(grad(loss), w, xs);
-  const auto found = scans(g);
-  ASSERT_EQ(found.size(), 2u) << g;
-  EXPECT_EQ(found[1].first, 1) << g;  // the reverse scan carries the cotangent of h alone
-  expect_close(compile(grad(loss))(w, xs), grad(unrolled)(w, xs));
 }
 
 // A large product with a captured weight is marked as having a finite factor, checked once at

@@ -36,6 +36,11 @@ Graph optimize(const Graph& g);
 /// initial one) and the ys it returns twice (src/runtime/scan_passes.cpp). Part of optimize.
 Graph simplify_scans(Graph g);
 
+/// Takes each product of a scan's xs step with one of its consts out of the loop: one product
+/// over all steps before it, read by the body as a new xs (prim::Scan::hoisted_products, in
+/// src/runtime/scan_passes.cpp). Part of optimize.
+Graph hoist_scan_products(Graph g);
+
 /// Rewrites a sum of dot_generals with equal dimension numbers whose outputs are larger than their
 /// operands (per-step outer products of a loop's weight gradient) into one dot_general over the
 /// stacked operands (src/runtime/dot_sums.cpp). Part of optimize.

@@ -20,6 +20,8 @@
 
 namespace lanes::prim {
 
+class DotGeneral;
+
 using detail::GraphPtr;
 
 /// A lane node's batch: `size` lanes; operand i has a leading lane dim when mapped[i]. size -1
@@ -142,6 +144,19 @@ class Scan : public Primitive {
                                    // this one's input i (the value passed through) as -1 - i
   };
   Simplified simplified() const;
+  /// This scan without the products of an xs step with a const (x_t W in a recurrent layer):
+  /// each is one product over all steps before the loop (the steps folded into the GEMM's M
+  /// rather than `length` small GEMMs), its result a new xs. `scan` is null when there is none.
+  struct HoistedProduct {
+    std::shared_ptr<const DotGeneral> dot;  // over the stacked xs: its output has the steps at
+    size_t lhs, rhs;                        // `steps_at`; lhs and rhs are this scan's inputs
+    int64_t steps_at;
+  };
+  struct Hoisted {
+    std::shared_ptr<const Scan> scan;  // this one's inputs, then one xs per product
+    std::vector<HoistedProduct> products;
+  };
+  Hoisted hoisted_products() const;
 
  private:
   struct BodyVjp;  // the body's reverse sweep and the values it reads (scan_vjp.cpp)

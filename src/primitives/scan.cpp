@@ -8,6 +8,7 @@
 #include "lanes/ops.h"
 #include "lanes/parallel.h"
 #include "primitives/control_flow.h"
+#include "primitives/dot_general.h"
 #include "runtime/thread_pool.h"
 #include "transforms/batching.h"
 #include "transforms/masking.h"
@@ -108,6 +109,47 @@ Scan::Simplified Scan::simplified() const {
   s.scan = std::make_shared<const Scan>(std::move(body), kept.size(), n_consts_ + passed.size(),
                                         length_, reverse_, parallel_);
   return s;
+}
+
+// A product of an xs step and a const is the same product on every step: over the stacked xs it
+// is one product, which the kernel runs as one GEMM with the steps folded into M (rnn_scan's
+// x_t W_x: a 4096 x 64 x 512 GEMM at ~325 GFLOP/s, against 64 GEMMs of 64 rows at ~155). Its
+// result, `length` times a step's, is kept under this size.
+constexpr double kHoistedBytes = 64 << 20;
+
+Scan::Hoisted Scan::hoisted_products() const {
+  const Graph& g = *body_;
+  const size_t first_xs = n_carry_ + n_consts_;
+  std::map<ValueId, size_t> input_at;  // a const's or xs's value -> its input position
+  for (size_t i = n_carry_; i < g.inputs.size(); ++i) input_at.emplace(g.inputs[i], i);
+  Hoisted h;
+  auto body = std::make_shared<Graph>(g);
+  body->nodes.clear();
+  for (const Node& node : g.nodes) {
+    const auto* dot = dynamic_cast<const DotGeneral*>(node.prim.get());
+    const auto a = dot ? input_at.find(node.inputs[0]) : input_at.end();
+    const auto b = dot ? input_at.find(node.inputs[1]) : input_at.end();
+    const TensorType& out = g.types[node.outputs[0]];
+    const double bytes = double(shape_numel(out.shape)) * double(dtype_size(out.dtype));
+    if (a == input_at.end() || b == input_at.end() ||
+        (a->second >= first_xs) == (b->second >= first_xs) || !dot->lhs_batch().empty() ||
+        bytes * double(length_) > kHoistedBytes) {
+      body->nodes.push_back(node);
+      continue;
+    }
+    const bool xs_lhs = a->second >= first_xs;
+    DotDims dims = dot->dims();
+    for (int64_t& d : xs_lhs ? dims.lhs_contracting : dims.rhs_contracting) ++d;
+    const int64_t lhs_free =
+        int64_t(g.types[node.inputs[0]].shape.size() - dims.lhs_contracting.size());
+    h.products.push_back({std::make_shared<const DotGeneral>(dims, dot->known_finite()), a->second,
+                          b->second, xs_lhs ? 0 : lhs_free});
+    body->inputs.push_back(node.outputs[0]);  // the product's value, now a step of the new xs
+  }
+  if (h.products.empty()) return {};
+  h.scan = std::make_shared<const Scan>(std::move(body), n_carry_, n_consts_, length_, reverse_,
+                                        parallel_);
+  return h;
 }
 
 std::vector<std::pair<std::string, const Graph*>> Scan::subgraphs() const {

@@ -644,7 +644,8 @@ Graph eliminate_dead_code(Graph g) {
 }  // namespace
 
 Graph optimize(const Graph& g) {
-  Graph out = Rewriter(eliminate_dead_code(simplify_scans(inline_calls(g)))).run();
+  Graph out =
+      Rewriter(eliminate_dead_code(hoist_scan_products(simplify_scans(inline_calls(g))))).run();
   Graph merged = merge_dot_sums(out);
   // A merge adds nodes (the old terms die only in the next DCE); the stacked operands of two
   // merged sums often coincide, so CSE runs again.
