@@ -329,3 +329,36 @@ TEST(Elementwise, SelectOverEveryLayout) {
   const auto got = strided_cond.to_vector<float>();
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], xs[i] > 0 ? v[i] : w[i]) << i;
 }
+
+// Every length of a row's SIMD tail (masked loads and stores on AVX-512), float32 and float64:
+// contiguous, times a scalar, rows times a per-row scalar, and a unary; each element equals the
+// same operation on that element alone (an element in a full batch), and a slice that ends
+// before its storage does reads nothing past its end.
+TEST(Elementwise, EveryTailLengthMatchesTheElementAlone) {
+  for (DType dtype : {lanes::kFloat32, lanes::kFloat64}) {
+    const Tensor s = lanes::cast(lanes::tensor(std::vector<double>{0.5, -1.5, 3.0}, {3}), dtype);
+    for (int64_t n = 1; n <= 40; ++n) {
+      std::vector<double> a(n + 8), b(n);
+      for (int64_t i = 0; i < n + 8; ++i) a[i] = 0.1 * double(i) - 1.3;
+      for (int64_t i = 0; i < n; ++i) b[i] = 2.0 - 0.07 * double(i);
+      const Tensor big = lanes::cast(lanes::tensor(a, {n + 8}), dtype);
+      const Tensor x = lanes::slice_axis(big, 0, 0, n);
+      const Tensor y = lanes::cast(lanes::tensor(b, {n}), dtype);
+      const auto sum = (x + y).to_vector<double>(), scaled = (x * 3.0).to_vector<double>();
+      const auto e = lanes::exp(x).to_vector<double>();
+      const auto rows =
+          (lanes::broadcast_to(x, {3, n}) * lanes::expand_dims(s, 1)).to_vector<double>();
+      const auto sv = s.to_vector<double>();
+      for (int64_t i = 0; i < n; ++i) {
+        const Tensor xi = lanes::slice_axis(x, 0, i, i + 1);
+        const Tensor yi = lanes::slice_axis(y, 0, i, i + 1);
+        ASSERT_EQ(sum[i], (xi + yi).item<double>()) << n << " " << i;
+        ASSERT_EQ(scaled[i], (xi * 3.0).item<double>()) << n << " " << i;
+        ASSERT_EQ(e[i], lanes::exp(xi).item<double>()) << n << " " << i;
+        ASSERT_NEAR(sum[i], a[i] + b[i], 1e-5 * (1 + std::abs(a[i] + b[i])));
+        for (int64_t r = 0; r < 3; ++r)
+          ASSERT_EQ(rows[r * n + i], (xi * lanes::slice_axis(s, 0, r, r + 1)).item<double>());
+      }
+    }
+  }
+}
