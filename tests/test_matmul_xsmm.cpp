@@ -156,6 +156,21 @@ TEST(MatmulXsmm, LargestSmallSizesAndTheFirstLargeOnes) {
   }
 }
 
+// One block of rows (M <= 64) with work enough for two threads splits its columns in halves:
+// every layout still matches the reference, and a chain after the product (its epilogue, told of
+// the rows once both halves are done) gives the bits of the unfused ops.
+TEST(MatmulXsmm, OneBlockOfRowsSplitsItsColumnsInHalves) {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    for (int64_t m : {32, 64}) check_layouts(0, m, 512, 128, dtype);
+    const Tensor h = sample({64, 128}, dtype, 3), w = sample({128, 512}, dtype, 4);
+    const Tensor bias = sample({512}, dtype, 5);
+    auto cell = [](const Tensor& x, const Tensor& v, const Tensor& b) {
+      return tanh(matmul(x, v) + b);
+    };
+    EXPECT_EQ(compile(cell)(h, w, bias).to_vector<double>(), cell(h, w, bias).to_vector<double>());
+  }
+}
+
 // Few rows with a column-major rhs stay on OpenBLAS (the rhs copy would not pay); from 32 rows
 // the rhs is copied row-major, once when the batch shares it.
 TEST(MatmulXsmm, ColumnMajorRhsIsCopiedOncePerMatrix) {

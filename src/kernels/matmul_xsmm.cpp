@@ -92,15 +92,25 @@ bool xsmm_suits(int64_t m, int64_t n, int64_t k, bool rhs_trans) {
          (!rhs_trans || (m >= kMinRowsForRhsCopy && m * n * k < kMaxRhsCopyMacs));
 }
 
+// A product of too few row blocks to occupy two threads splits its columns in two as well: at
+// M = 64 (one block) rnn_scan's per-step h W_h (64 x 128 x 512) ran on one thread, 51 us. Each
+// half is the same kernel over half of B's and C's columns, so every element's sum is computed as
+// before; the split depends on the shape alone, so the bits do not depend on the thread count.
+constexpr double kColumnSplitFlops = 4e6;
+
 template <class T>
 bool xsmm_products(const XsmmOperand<T>& a, const XsmmOperand<T>& b, int64_t batch, int64_t m,
                    int64_t n, int64_t k, const XsmmOutput<T>& out, const RowsDone* rows_done) {
   const int64_t block = std::min(m, kBlockRows), full = m / block, rest = m % block;
+  const int64_t blocks = full + (rest ? 1 : 0);
+  const bool halves = batch * blocks < 2 && rest == 0 && n % 32 == 0 &&
+                      2.0 * double(m) * double(n) * double(k) >= kColumnSplitFlops;
+  const int64_t cols = halves ? n / 2 : n;
   const int64_t ldb = b.trans ? n : b.ld, ldc = out.ldc;
   // Dispatched once here, not per block: a cached dispatch still costs ~0.15 us, a tenth of a
   // 64 x 32 x 32 block.
-  const Kernel<T> kernel = dispatch<T>(block, n, k, a.trans, a.ld, ldb, ldc);
-  const Kernel<T> tail = rest ? dispatch<T>(rest, n, k, a.trans, a.ld, ldb, ldc) : kernel;
+  const Kernel<T> kernel = dispatch<T>(block, cols, k, a.trans, a.ld, ldb, ldc);
+  const Kernel<T> tail = rest ? dispatch<T>(rest, cols, k, a.trans, a.ld, ldb, ldc) : kernel;
   if (!kernel || !tail) return false;
   const T* pb = b.data;
   const int64_t* b_offsets = b.batch_offsets;
@@ -111,9 +121,18 @@ bool xsmm_products(const XsmmOperand<T>& a, const XsmmOperand<T>& b, int64_t bat
     pb = copies.data();
     b_offsets = copy_offsets.data();
   }
-  const int64_t blocks = full + (rest ? 1 : 0);
   const int64_t a_step = a.trans ? block : block * a.ld;  // to the next block of rows
-  const double flops = 2.0 * double(block) * double(n) * double(k);
+  const double flops = 2.0 * double(block) * double(cols) * double(k);
+  if (halves) {
+    parallel_for(2, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t h = begin; h < end; ++h)
+        kernel(pb + b_offsets[0] + h * cols, a.data + a.batch_offsets[0], out.data + h * cols);
+    });
+    if (rows_done)  // every row is final only now: told in parallel, a few rows at a time
+      parallel_for(m, std::max<int64_t>(1, kReportElements / n),
+                   [&](int64_t begin, int64_t end) { (*rows_done)(begin, end); });
+    return true;
+  }
   // At least ~1 MFLOP a chunk (~5 us at one core's rate): with 0.2 MFLOP (the 2e5 of a few us at
   // scalar speed) a (100, 32) x (32, 32) product went to the pool as two 1-us chunks, and
   // fc_batch_jacobian's 40 products were 8% slower (1.03 against 0.95 ms, 6 rounds alternated).
