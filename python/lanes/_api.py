@@ -430,34 +430,31 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     cache: dict[Any, tuple[Any, _Outputs]] = {}
 
-    @functools.wraps(fun)
-    def jitted(*args: Any) -> Any:
-        # The common calls skip the pytree machinery: no static arguments, each argument an Array
-        # or a tuple or list of Arrays (parameters). The layout key says which: -1 for an Array,
-        # (type, n) for a sequence of n.
-        if not statics:
-            leaves: list[Array] = []
-            layout: list[Any] = []
-            for a in args:
-                kind = type(a)
-                if kind is Array:
-                    leaves.append(a)
-                    layout.append(-1)
-                elif (kind is tuple or kind is list) and all(type(e) is Array for e in a):
-                    leaves.extend(a)
-                    layout.append((kind, len(a)))
-                else:
-                    break
-            else:
-                return call_flat(tuple(layout), leaves)
-        return general(args)
-
-    def call_flat(layout: tuple, leaves: list[Array]) -> Any:
+    def make(layout: tuple) -> tuple[Any, _Trees]:
+        """The compiled function (and its output trees) of one layout of the arguments."""
         found = cache.get(layout)
         if found is None:
             trees = _Trees()
             found = cache[layout] = (_lanes.Jit(_flat_call(fun, layout, trees)), trees)
-        compiled, trees = found
+        return found
+
+    if not statics:
+        # The common calls (each argument an Array, or a plain tuple or list of Arrays) are
+        # dispatched in C++ (lanes._lanes.JitDispatch); the others come back to `general`.
+        dispatch = _lanes.JitDispatch(make, lambda *args: general(args))
+
+        @functools.wraps(fun)
+        def jitted(*args: Any) -> Any:
+            return dispatch(*args)
+
+    else:
+
+        @functools.wraps(fun)
+        def jitted(*args: Any) -> Any:
+            return general(args)
+
+    def call_flat(layout: tuple, leaves: list[Array]) -> Any:
+        compiled, trees = make(layout)
         return trees.rebuild(compiled(leaves))
 
     def general(args: tuple) -> Any:

@@ -50,6 +50,16 @@ DType dtype_or(nb::handle dtype, DType fallback);
 /// (and left alone once the interpreter is gone).
 std::shared_ptr<nb::object> hold(nb::object o);
 
+/// A Python function of a leaf list (fn(list of Arrays) -> list of Arrays) as a C++ transform's
+/// function: called from C++, it takes the GIL while it runs.
+struct FlatFn {
+  std::shared_ptr<nb::object> fn;
+  Leaves operator()(const Leaves& in) const {
+    nb::gil_scoped_acquire gil;
+    return to_leaves((*fn)(to_list(in)));
+  }
+};
+
 /// Raises lanes.ConcretizationError when t is a tracer: Python needs its value (`what`: "bool()",
 /// "float()", ...).
 void check_concrete(const Tensor& t, const char* what);
@@ -58,6 +68,7 @@ void bind_errors(nb::module_& m);
 void bind_array(nb::module_& m);
 void bind_ops(nb::module_& m);
 void bind_transforms(nb::module_& m);
+void bind_jit(nb::module_& m);
 void bind_control_flow(nb::module_& m);
 void bind_random(nb::module_& m);
 void bind_variables(nb::module_& m);

@@ -25,6 +25,7 @@ NB_MODULE(_lanes, m) {
   bind_array(m);
   bind_ops(m);
   bind_transforms(m);
+  bind_jit(m);
   bind_control_flow(m);
   bind_random(m);
   bind_variables(m);

@@ -18,15 +18,6 @@ namespace {
 
 using LeafAxes = std::vector<std::optional<int64_t>>;
 
-// fn(list of Arrays) -> list of Arrays, called from C++ under the GIL.
-struct FlatFn {
-  std::shared_ptr<nb::object> fn;
-  Leaves operator()(const Leaves& in) const {
-    nb::gil_scoped_acquire gil;
-    return to_leaves((*fn)(to_list(in)));
-  }
-};
-
 // fn(list, list) -> list: the differentiated leaves, then the others held fixed.
 struct FlatFn2 {
   std::shared_ptr<nb::object> fn;
@@ -111,31 +102,6 @@ VmapOptions vmap_options(std::optional<std::string> axis_name, std::optional<int
   return o;
 }
 
-// A compiled Python function for one input tree structure (and static arguments). The function's
-// last output leaf is a 0-d int64 constant naming the output tree its trace made (lanes/_api.py):
-// the tree can differ between signatures, and the constant comes back with the signature's
-// results at no cost, so each call rebuilds the tree its own trace recorded.
-class Jit {
- public:
-  explicit Jit(nb::object fn) : compiled_(FlatFn{hold(std::move(fn))}) {}
-  std::pair<Leaves, int64_t> operator()(const Leaves& leaves) const {
-    Leaves out;
-    {
-      nb::gil_scoped_release release;
-      out = compiled_(leaves);
-    }
-    check(!out.empty() && out.back().ndim() == 0 && out.back().dtype() == kInt64,
-          "jit: the traced function lost its output tree id");
-    const int64_t tree = out.back().item<int64_t>();
-    out.pop_back();
-    return {std::move(out), tree};
-  }
-  size_t cache_size() const { return compiled_.cache_size(); }
-
- private:
-  Compiled<FlatFn> compiled_;
-};
-
 // vjp's pullback: cotangent leaves -> the primal leaves' cotangents.
 class Pullback {
  public:
@@ -176,11 +142,6 @@ void bind_transforms(nb::module_& m) {
            nb::arg("loop"))
       .def("__call__", &Vmap::operator())
       .def("explain", &Vmap::explain);
-
-  nb::class_<Jit>(m, "Jit")
-      .def(nb::init<nb::object>())
-      .def("__call__", &Jit::operator())
-      .def_prop_ro("cache_size", &Jit::cache_size);
 
   nb::class_<Pullback>(m, "Pullback").def("__call__", &Pullback::operator());
 

@@ -82,6 +82,37 @@ def test_jit_traces_once_for_numpy_and_lanes_arguments() -> None:
     assert len(calls) == 1  # one signature: f32[3], whichever array type carries it
 
 
+def test_jit_parameter_sequences_and_other_containers(rng: np.random.Generator) -> None:
+    """Tuples and lists of Arrays (parameters) take the C++ dispatch, one trace per layout;
+    a namedtuple of Arrays, or a tuple holding a numpy array, goes the pytree way: every one
+    gives the eager values."""
+    from collections import namedtuple
+
+    calls = []
+
+    def f(p: Any, x: Any) -> Any:
+        calls.append(1)
+        w, b = p
+        return lnp.tanh(x @ w + b), lnp.sum(b)
+
+    w = rng.normal(size=(3, 2)).astype(np.float32)
+    b = rng.normal(size=(2,)).astype(np.float32)
+    x = rng.normal(size=(4, 3)).astype(np.float32)
+    want = np.tanh(x @ w + b)
+    g = lanes.jit(f)
+    lw, lb, lx = lanes.asarray(w), lanes.asarray(b), lanes.asarray(x)
+    Params = namedtuple("Params", "w b")
+    for _ in range(2):
+        for p in ((lw, lb), [lw, lb], Params(lw, lb), (w, lb)):
+            out, total = g(p, lx)
+            assert_close(out, want)
+            assert_close(total, b.sum())
+    assert len(calls) == 4  # tuple, list, namedtuple, and the tuple holding a numpy array
+    single = lanes.jit(lambda p: p[0] * 2.0)
+    assert isinstance(single([lw]), lanes.Array)
+    assert_close(single((lw,)), w * 2)
+
+
 @pytest.mark.parametrize("wrap", [np.asarray, lanes.asarray], ids=["numpy", "lanes"])
 def test_output_structure_may_differ_between_signatures(wrap: Any) -> None:
     def f(x: Any) -> Any:
