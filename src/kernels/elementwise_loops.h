@@ -216,8 +216,9 @@ template <class T, class R, class F, class... In>
 #if defined(__AVX512F__)
   // Masked loads and stores where they exist. A padded copy on the stack, loaded as one vector,
   // cannot take its value from the narrower stores that wrote it: the load waits for every
-  // earlier store to reach the cache, and after a row of output stores that missed it that was
-  // ~250 cycles a row, more than half of jacobian_square's time (1000-wide rows, 8-element tails).
+  // earlier store to reach the cache. After a row of output stores that missed it, that wait held
+  // more than half of jacobian_square's profile samples (1000-wide rows, 8-element tails); the
+  // kernel is memory-bound, so the wait moved into the row's stores and the call gained ~3%.
   if constexpr (kMaskedTail<T, R, In...>) {
     masked_store(out, m, f(masked_load(in, m)...));
     return;
