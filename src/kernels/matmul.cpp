@@ -326,7 +326,7 @@ template <class T>
 std::optional<Tensor> identity_product(const Operand& a, const Operand& b, const Shape& shape,
                                        bool in_order, FiniteOperands finite) {
   const double flops = 2.0 * double(a.m.rows.size) * double(a.m.cols.size) * double(b.m.cols.size);
-  if (flops < 4e6 || shape.size() != 2) return {};  // ~128^3: below, a GEMM costs no more
+  if (flops < kIdentityCheckFlops || shape.size() != 2) return {};
   const T* pa = a.view.data<T>();
   const T* pb = b.view.data<T>();
   // (Batch-invariant products also need no zeros, which the hint does not say.)

@@ -38,6 +38,10 @@ class Epilogue {
   virtual void all() const = 0;
 };
 
+/// Products of at least this many FLOPs (2-d, no batch dims) check whether a factor is the
+/// identity (~128^3: below, a GEMM costs no more than the check).
+constexpr double kIdentityCheckFlops = 4e6;
+
 /// Which operands are known to hold only finite values: a compiled graph's constants, checked
 /// once when it was built. A product with the identity is a view of the other factor only when
 /// that factor is finite; a known-finite one is not scanned again on every call.

@@ -444,7 +444,7 @@ std::optional<Rewrite> finite_constant_factors(const GraphView& g, const Primiti
     return {};
   double k = 1;
   for (int64_t d : dot->lhs_contracting()) k *= double(g.type(ins[0]).shape[size_t(d)]);
-  if (2.0 * k * double(shape_numel(out.shape)) < 4e6) return {};  // the kernel's own threshold
+  if (2.0 * k * double(shape_numel(out.shape)) < kernels::kIdentityCheckFlops) return {};
   kernels::FiniteOperands finite = dot->known_finite();
   auto known = [&](ValueId v) {
     const Tensor* t = g.constant_value(v);
