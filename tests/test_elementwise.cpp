@@ -362,3 +362,48 @@ TEST(Elementwise, EveryTailLengthMatchesTheElementAlone) {
     }
   }
 }
+
+// Concatenates and fused tiles copy short rows with vector moves and a masked tail
+// (kernels/copy_bytes.h): every part width from 1 to 70 elements and every element size, against
+// the parts' values element by element.
+TEST(Elementwise, ShortRowCopiesOfEveryWidthKeepEveryElement) {
+  const int64_t rows = 9;
+  for (DType dtype : {lanes::kBool, lanes::kUInt8, lanes::kFloat32, lanes::kFloat64}) {
+    for (int64_t w = 1; w <= 70; ++w) {
+      std::vector<Tensor> parts;
+      for (int64_t k = 0; k < 3; ++k) {
+        const int64_t width = w + k;  // three different widths, so every tail offset occurs
+        std::vector<double> v(size_t(rows * width));
+        for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7 + size_t(k) * 3) % 5);
+        parts.push_back(lanes::cast(lanes::tensor(v, {rows, width}), dtype));
+      }
+      const auto got = lanes::concatenate(parts, 1).to_vector<double>();
+      const int64_t total = 3 * w + 3;
+      ASSERT_EQ(int64_t(got.size()), rows * total);
+      int64_t at = 0;
+      for (const Tensor& p : parts) {
+        const auto want = p.to_vector<double>();
+        const int64_t width = p.shape(1);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < width; ++c)
+            ASSERT_EQ(got[size_t(r * total + at + c)], want[size_t(r * width + c)])
+                << lanes::dtype_name(dtype) << " w=" << w << " r=" << r << " c=" << c;
+        at += width;
+      }
+      // A fused select whose mask is broadcast over the middle dim is gathered row by row.
+      const Tensor mask = lanes::expand_dims(parts[0] != lanes::zeros_like(parts[0]), 1);
+      const Tensor x = lanes::cast(lanes::arange(rows * 2 * w), lanes::kFloat32);
+      auto f = [&](const Tensor& xs) {
+        return lanes::where(mask, lanes::reshape(xs, {rows, 2, w}) * 2.0f, -1.0f);
+      };
+      const auto fused = lanes::compile(f)(x).to_vector<double>();
+      const auto mv = parts[0].to_vector<double>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t m = 0; m < 2; ++m)
+          for (int64_t c = 0; c < w; ++c) {
+            const double want = mv[size_t(r * w + c)] != 0 ? 2.0 * double((r * 2 + m) * w + c) : -1;
+            ASSERT_EQ(fused[size_t((r * 2 + m) * w + c)], want) << "w=" << w << " r=" << r;
+          }
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/strided.h"
+#include "kernels/copy_bytes.h"
 #include "kernels/fused_convert.h"
 #include "kernels/reduce.h"
 #include "lanes/parallel.h"
@@ -116,7 +117,7 @@ void copy_out(char* dst, const char* src, size_t bytes, bool stream) {
       _mm512_storeu_si512(reinterpret_cast<void*>(dst + i),
                           _mm512_loadu_si512(reinterpret_cast<const void*>(src + i)));
   }
-  std::memcpy(dst + i, src + i, bytes - i);
+  copy_bytes(dst + i, src + i, bytes - i);
 #else
   (void)stream;
   std::memcpy(dst, src, bytes);
@@ -224,14 +225,30 @@ class Registers {
 
   // Row r of a multi-row tile: the n elements from src, `step` apart, copied to position `at_elem`
   // of register r's buffer (rows of one tile are not adjacent in the source).
-  // (A plain loop, not memcpy: rows are short, 32 elements for a (100, 32, 32) chain, and the
+  // (copy_bytes, not memcpy: rows are short, 32 elements for a (100, 32, 32) chain, and the
   // library call cost more than the copy.)
   void load_row(int32_t r, int64_t at_elem, const char* src, int64_t step, int64_t n, size_t size) {
     char* dst = buffer(r) + at_elem * int64_t(size);
     if (step == 1)
-      for (size_t b = 0; b < size_t(n) * size; ++b) dst[b] = src[b];
+      copy_bytes(dst, src, size_t(n) * size);
     else
       gather(src, step, n, size, dst);
+    at[r] = buffer(r);
+  }
+  // `rows` rows of n elements into register r's buffer, one after another: row k from
+  // src + k * row_step bytes, its elements `step` apart. Everything the loop reads is a local: the
+  // copies' stores may alias any memory, so a plan's fields read in the loop were reloaded after
+  // every row (half of a (100, 32, 32) select epilogue's time went to that).
+  void load_rows(int32_t r, const char* src, int64_t row_step, int64_t step, int64_t rows,
+                 int64_t n, size_t size) {
+    char* dst = buffer(r);
+    const size_t row_bytes = size_t(n) * size;
+    for (int64_t k = 0; k < rows; ++k, src += row_step, dst += row_bytes) {
+      if (step == 1)
+        copy_bytes(dst, src, row_bytes);
+      else
+        gather(src, step, n, size, dst);
+    }
     at[r] = buffer(r);
   }
 
@@ -488,8 +505,7 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
         splat(i);
       } else if (kinds[i] == Kind::RowSplat) {
         invariant(i, [&] {
-          for (int64_t r = 0; r < count; ++r)
-            regs.load_row(i, r * len, bases[i], s.strides[i + 1].back(), len, size_t(sizes[i]));
+          regs.load_rows(i, bases[i], 0, s.strides[i + 1].back(), count, len, size_t(sizes[i]));
         });
       } else {
         reg[i] = bases[i] + cursor.off[i + 1] * sizes[i];
@@ -500,12 +516,9 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
     // every dim and operand per row).
     const size_t d = s.shape.size() - 2;
     if (s.shape.size() >= 2 && cursor.index[d] + count <= s.shape[d]) {
-      for (int32_t i : gathered) {
-        const char* src = bases[i] + cursor.off[i + 1] * sizes[i];
-        const int64_t row_step = s.strides[i + 1][d] * sizes[i];
-        for (int64_t r = 0; r < count; ++r, src += row_step)
-          regs.load_row(i, r * len, src, s.strides[i + 1].back(), len, size_t(sizes[i]));
-      }
+      for (int32_t i : gathered)
+        regs.load_rows(i, bases[i] + cursor.off[i + 1] * sizes[i], s.strides[i + 1][d] * sizes[i],
+                       s.strides[i + 1].back(), count, len, size_t(sizes[i]));
     } else {
       for (int64_t r = 0; r < count; ++r, cursor.next())
         for (int32_t i : gathered)

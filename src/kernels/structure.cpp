@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/strided.h"
+#include "kernels/copy_bytes.h"
 #include "lanes/parallel.h"
 
 namespace lanes::kernels {
@@ -120,7 +121,7 @@ static void concatenate_contiguous(const std::vector<Tensor>& xs, const Tensor& 
   parallel_for(outer, grain, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o)
       for (size_t k = 0; k < src.size(); ++k)
-        std::memcpy(dst + o * row_bytes + starts[k], src[k] + o * bytes[k], bytes[k]);
+        copy_bytes(dst + o * row_bytes + starts[k], src[k] + o * bytes[k], size_t(bytes[k]));
   });
 }
 
