@@ -73,10 +73,13 @@ class _Trees:
         tag = _lanes.asarray(_np.int64(len(self.trees) - 1), None)
         return _arrays(leaves, "jit output") + [tag]
 
+    def is_leaf(self, index: int) -> bool:
+        """Whether trace `index` returns one leaf (lanes.JitDispatch then returns it as is)."""
+        return self.trees[index].kind is None
+
     def rebuild(self, result: tuple[list[Array], int]) -> Any:
         leaves, index = result
-        tree = self.trees[index]
-        return leaves[0] if tree.kind is None else tree_unflatten(tree, leaves)
+        return leaves[0] if self.is_leaf(index) else tree_unflatten(self.trees[index], leaves)
 
 
 class _Outputs:

@@ -107,7 +107,7 @@ class JitDispatch {
   bool single(Entry& entry, int64_t tree) {
     if (size_t(tree) >= entry.single.size()) entry.single.resize(size_t(tree) + 1, -1);
     int8_t& s = entry.single[size_t(tree)];
-    if (s < 0) s = entry.trees.attr("trees")[tree].attr("kind").is_none() ? 1 : 0;
+    if (s < 0) s = nb::cast<bool>(entry.trees.attr("is_leaf")(tree)) ? 1 : 0;
     return s == 1;
   }
 
