@@ -497,3 +497,32 @@ TEST(Passes, FiniteConstantFactorsAreCheckedOnceAtCompile) {
   const Graph g = optimized([small](const Tensor& e) { return matmul(e, small); }, eye(64));
   EXPECT_EQ(g.nodes[0].prim->params().find("finite"), std::string::npos) << g;
 }
+
+// x W^T with a constant W (a dot_general contracting W's dim 1, as autodiff writes it) reads a
+// (K, N) copy of W made at compile where libxsmm runs the product (no copy per call; the same
+// kernel, so the same bits as eager); a product for oneDNN keeps W as it is.
+TEST(Passes, ConstantRhsReadTransposedIsStoredInRowOrderForLibxsmm) {
+  for (const int64_t m : {100, 300}) {
+    const bool xsmm = m == 100;
+    const int64_t k = xsmm ? 32 : 256, n = xsmm ? 48 : 256;
+    const Tensor w = randn({n, k}, 41), x = randn({m, k}, 42);
+    auto f = [w](const Tensor& a) { return tanh(dot_general(a, w, DotDims{{1}, {1}, {}, {}})); };
+    const Graph g = optimized(f, x);
+    const Node* dot = nullptr;
+    for (const Node& node : g.nodes)
+      if (node.prim->name() == "dot_general") dot = &node;
+    ASSERT_NE(dot, nullptr) << g;
+    const std::string contracting = xsmm ? "rhs_contracting=(0,)" : "rhs_contracting=(1,)";
+    EXPECT_NE(dot->prim->params().find(contracting), std::string::npos) << g;
+    const Tensor* rhs = nullptr;
+    for (const auto& [v, t] : g.constants)
+      if (v == dot->inputs[1]) rhs = &t;
+    ASSERT_NE(rhs, nullptr) << g;
+    EXPECT_TRUE(rhs->is_contiguous());
+    EXPECT_EQ(rhs->shape(), xsmm ? (Shape{k, n}) : (Shape{n, k}));
+    const Tensor got = compile(f)(x);
+    expect_equal(got, f(x));
+    const Tensor want = tanh(matmul(cast(x, kFloat64), transpose(cast(w, kFloat64))));
+    expect_close(got, cast(want, kFloat32), 1e-4);  // float32 sums of up to 256 products
+  }
+}

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "kernels/matmul_xsmm.h"
 #include "lanes/compile.h"
 #include "primitives/control_flow.h"
 #include "primitives/dot_general.h"
@@ -178,6 +179,30 @@ std::optional<Rewrite> transpose_of_broadcast(const GraphView& g, const Primitiv
   return replace_by(std::make_shared<prim::BroadcastInDim>(out.shape, d), {n->inputs[0]});
 }
 
+// A product whose rhs is a constant (N, K) matrix read transposed (contracting its dim 1: x W^T,
+// a pullback through a captured weight) reads a (K, N) copy of it made here once (folded, then
+// laid out by `constant`), where libxsmm runs it: the kernel otherwise copies the weight into that
+// order on every call and then runs the same kernel, so the bits are the same as eager's. (Not
+// for the products of other kernels: their sums may take another order for another layout, and
+// compiled, chunked and eager results must agree bit for bit.) The weight's other uses keep it.
+std::optional<Rewrite> constant_rhs_in_row_order(GraphView& g, const Primitive& p, const Ins& ins,
+                                                 const TensorType&) {
+  const auto* dot = as<prim::DotGeneral>(p);
+  if (!dot || !dot->rhs_batch().empty() || dot->rhs_contracting() != std::vector<int64_t>{1})
+    return {};
+  const Tensor* w = g.constant_value(ins[1]);
+  if (!w || w->ndim() != 2 || !w->is_contiguous() || !is_floating(w->dtype())) return {};
+  const int64_t n = w->shape(0), k = w->shape(1);
+  const int64_t m = shape_numel(g.type(ins[0]).shape) / k;
+  if (std::min({m, n, k}) < 2 || !kernels::xsmm_suits(m, n, k, true)) return {};
+  const ValueId wt = g.node(std::make_shared<const prim::Transpose>(Perm{1, 0}), {ins[1]});
+  const Tensor* folded = g.constant_value(wt);
+  if (!folded || !folded->is_contiguous()) return {};
+  DotDims dims = dot->dims();
+  dims.rhs_contracting = {0};
+  return replace_by(std::make_shared<prim::DotGeneral>(dims, dot->known_finite()), {ins[0], wt});
+}
+
 // transpose(dot_general(a, b), q) = dot_general(b, a) when q swaps the lhs-free and rhs-free
 // blocks of the output (batch dims, a's free dims, b's free dims) and keeps each block's order:
 // swapping the operands (and their dimension numbers) gives exactly that order. Autodiff's rule
@@ -285,6 +310,7 @@ std::optional<Rewrite> simplify(GraphView& g, const Primitive& p, const Ins& ins
       double_negation,        arithmetic_identity, flatten_concatenates, finite_constant_factors};
   for (Rule rule : kRules)
     if (auto r = rule(g, p, ins, out)) return r;
+  if (auto r = constant_rhs_in_row_order(g, p, ins, out)) return r;
   return sum_of_pads(g, p, ins, out);
 }
 
