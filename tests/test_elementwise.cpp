@@ -407,3 +407,48 @@ TEST(Elementwise, ShortRowCopiesOfEveryWidthKeepEveryElement) {
     }
   }
 }
+
+// Bitwise ops on every integer dtype against the same op on each pair of C++ integers, eager and
+// compiled (a fused chain); on bools the logical ops; floats are a clear error.
+TEST(Elementwise, BitwiseOpsMatchIntegerArithmetic) {
+  const std::vector<double> av = {0, 1, 5, 6, 77, 100, 127, -1, -6, -128},
+                            bv = {3, 12, 5, 9, 54, 27, 1, 64, -3, 7};
+  for (DType dtype : {lanes::kInt32, lanes::kInt64, lanes::kUInt8}) {
+    const Tensor a = lanes::cast(lanes::tensor(av, {10}), dtype);
+    const Tensor b = lanes::cast(lanes::tensor(bv, {10}), dtype);
+    auto chain = [](const Tensor& x, const Tensor& y) {
+      return lanes::bitwise_xor(lanes::bitwise_and(x, y),
+                                lanes::bitwise_not(lanes::bitwise_or(x, y)));
+    };
+    const auto x = a.to_vector<int64_t>(), y = b.to_vector<int64_t>();
+    const auto got_and = lanes::bitwise_and(a, b).to_vector<int64_t>();
+    const auto got_or = lanes::bitwise_or(a, b).to_vector<int64_t>();
+    const auto got_xor = lanes::bitwise_xor(a, b).to_vector<int64_t>();
+    const auto got_not = lanes::bitwise_not(a).to_vector<int64_t>();
+    const auto eager = chain(a, b).to_vector<int64_t>();
+    const auto compiled = lanes::compile(chain)(a, b).to_vector<int64_t>();
+    EXPECT_EQ(lanes::bitwise_not(a).dtype(), dtype);
+    for (size_t i = 0; i < x.size(); ++i) {
+      // The reference wraps each result to the dtype, as the kernel's integers do.
+      auto wrap = [&](int64_t v) {
+        if (dtype == lanes::kUInt8) return int64_t(uint8_t(v));
+        if (dtype == lanes::kInt32) return int64_t(int32_t(v));
+        return v;
+      };
+      EXPECT_EQ(got_and[i], wrap(x[i] & y[i])) << lanes::dtype_name(dtype) << " " << i;
+      EXPECT_EQ(got_or[i], wrap(x[i] | y[i])) << lanes::dtype_name(dtype) << " " << i;
+      EXPECT_EQ(got_xor[i], wrap(x[i] ^ y[i])) << lanes::dtype_name(dtype) << " " << i;
+      EXPECT_EQ(got_not[i], wrap(~x[i])) << lanes::dtype_name(dtype) << " " << i;
+      EXPECT_EQ(eager[i], wrap((x[i] & y[i]) ^ ~(x[i] | y[i])));
+      EXPECT_EQ(compiled[i], eager[i]);
+    }
+  }
+  const Tensor p = lanes::tensor(std::vector<double>{1, 1, 0, 0}, {4}) != 0.0;
+  const Tensor q = lanes::tensor(std::vector<double>{1, 0, 1, 0}, {4}) != 0.0;
+  EXPECT_EQ(lanes::bitwise_and(p, q).to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(lanes::bitwise_xor(p, q).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 1, 0}));
+  EXPECT_EQ(lanes::bitwise_not(p).to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 1, 1}));
+  EXPECT_EQ(lanes::bitwise_and(p, q).dtype(), lanes::kBool);
+  EXPECT_THROW(lanes::bitwise_or(lanes::ones({3}), lanes::ones({3})), lanes::Error);
+  EXPECT_THROW(lanes::bitwise_not(lanes::ones({3})), lanes::Error);
+}

@@ -86,6 +86,13 @@ Tensor greater_equal(const Tensor& a, const Tensor& b);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+/// Bitwise on integer operands (promoted as numpy); on bools the logical op.
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+/// ~x: every bit flipped for integers (-1 - x for signed, 255 - x for uint8); logical_not for bool.
+Tensor bitwise_not(const Tensor& x);
 
 /// Elementwise choice: cond ? a : b, with cond Bool; the three broadcast together.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);

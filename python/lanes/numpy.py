@@ -65,6 +65,11 @@ greater = _lanes.greater
 greater_equal = _lanes.greater_equal
 logical_and = _lanes.logical_and
 logical_or = _lanes.logical_or
+logical_xor = _lanes.logical_xor
+bitwise_and = _lanes.bitwise_and
+bitwise_or = _lanes.bitwise_or
+bitwise_xor = _lanes.bitwise_xor
+bitwise_not = bitwise_invert = invert = _lanes.bitwise_not
 matmul = _lanes.matmul
 dot = _lanes.dot
 outer = _lanes.outer
@@ -86,10 +91,6 @@ def positive(x: Any) -> Array:
 
 def reciprocal(x: Any) -> Array:
     return _lanes.divide(1.0, x)
-
-
-def logical_xor(a: Any, b: Any) -> Array:
-    return _lanes.not_equal(_lanes.cast(a, bool_), _lanes.cast(b, bool_))
 
 
 def floor_divide(a: Any, b: Any) -> Array:

@@ -280,11 +280,7 @@ void bind_array(nb::module_& m) {
       .def("__neg__", unary([](const Tensor& t) { return negative(t); }))
       .def("__pos__", [](const Tensor& t) { return t; })
       .def("__abs__", unary([](const Tensor& t) { return abs(t); }))
-      .def("__invert__", unary([](const Tensor& t) {
-             check(t.dtype() == kBool, "~: lanes inverts bool arrays only, got ",
-                   dtype_name(t.dtype()));
-             return logical_not(t);
-           }))
+      .def("__invert__", unary([](const Tensor& t) { return bitwise_not(t); }))
       .def("__add__", binary(add))
       .def("__radd__", binary(add, true))
       .def("__sub__", binary(subtract))
@@ -308,12 +304,12 @@ void bind_array(nb::module_& m) {
       .def("__ge__", binary(greater_equal))
       .def("__eq__", binary(equal))
       .def("__ne__", binary(not_equal))
-      .def("__and__", binary(logical_and))
-      .def("__rand__", binary(logical_and, true))
-      .def("__or__", binary(logical_or))
-      .def("__ror__", binary(logical_or, true))
-      .def("__xor__", binary(not_equal))
-      .def("__rxor__", binary(not_equal, true));
+      .def("__and__", binary(bitwise_and))
+      .def("__rand__", binary(bitwise_and, true))
+      .def("__or__", binary(bitwise_or))
+      .def("__ror__", binary(bitwise_or, true))
+      .def("__xor__", binary(bitwise_xor))
+      .def("__rxor__", binary(bitwise_xor, true));
   // Indexing is written in Python (lanes/_indexing.py) over the ops bound here.
   array
       .def(

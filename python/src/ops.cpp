@@ -55,6 +55,8 @@ void bind_elementwise(nb::module_& m) {
       {"square", &square, "x * x, elementwise."},
       {"relu", &relu, "max(x, 0), elementwise."},
       {"logical_not", &logical_not, "not x, elementwise (bool)."},
+      {"bitwise_not", &bitwise_not,
+       "~x, elementwise: every bit flipped for integers, not x for bools."},
       {"stop_gradient", &stop_gradient, "x, with a zero derivative (lax.stop_gradient)."},
   };
   for (const auto& [name, op, doc] : unaries)
@@ -83,6 +85,13 @@ void bind_elementwise(nb::module_& m) {
       {"greater_equal", static_cast<Binary>(&greater_equal), "a >= b, elementwise."},
       {"logical_and", static_cast<Binary>(&logical_and), "a and b, elementwise (bool)."},
       {"logical_or", static_cast<Binary>(&logical_or), "a or b, elementwise (bool)."},
+      {"logical_xor", static_cast<Binary>(&logical_xor), "a xor b, elementwise (bool)."},
+      {"bitwise_and", static_cast<Binary>(&bitwise_and),
+       "a & b, elementwise: bitwise for integers, logical for bools."},
+      {"bitwise_or", static_cast<Binary>(&bitwise_or),
+       "a | b, elementwise: bitwise for integers, logical for bools."},
+      {"bitwise_xor", static_cast<Binary>(&bitwise_xor),
+       "a ^ b, elementwise: bitwise for integers, logical for bools."},
       {"matmul", static_cast<Binary>(&matmul),
        "The matrix product a @ b (numpy.matmul: batch dims broadcast, 1-d operands promoted)."},
       {"dot", static_cast<Binary>(&dot),

@@ -199,6 +199,42 @@ def test_integer_operators() -> None:
     assert_close(lx / ly, x / y)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8], ids=lambda d: d.__name__)
+def test_bitwise_operators_on_integers_match_numpy(dtype: Any) -> None:
+    rng = np.random.default_rng(5)
+    info = np.iinfo(dtype)
+    x = rng.integers(max(info.min, -1000), min(info.max, 1000), size=(3, 7)).astype(dtype)
+    y = rng.integers(max(info.min, -1000), min(info.max, 1000), size=(3, 7)).astype(dtype)
+    lx, ly = lanes.asarray(x), lanes.asarray(y)
+    for op in (operator.and_, operator.or_, operator.xor):
+        got = op(lx, ly)
+        assert got.dtype == dtype, op.__name__
+        assert_equal(got, op(x, y))
+        assert_equal(op(lx, 6), op(x, dtype(6)))  # a Python int is weakly typed
+        assert_equal(op(6, lx), op(dtype(6), x))
+        assert_equal(lanes.jit(op)(lx, ly), op(x, y))
+        assert_equal(lanes.vmap(op)(lx, ly), op(x, y))
+    assert (~lx).dtype == dtype
+    assert_equal(~lx, ~x)
+    assert_equal(lanes.numpy.invert(lx), np.invert(x))
+    assert_equal(lanes.jit(lambda v: ~v & 12)(lx), ~x & dtype(12))
+
+
+def test_bitwise_operators_promote_and_reject_floats() -> None:
+    flags = np.array([True, False, True])
+    ints = np.array([6, 5, 0], dtype=np.int32)
+    got = lanes.asarray(flags) & lanes.asarray(ints)
+    assert got.dtype == np.int32
+    assert_equal(got, flags & ints)
+    assert_equal(lanes.numpy.bitwise_xor(lanes.asarray(flags), lanes.asarray(ints)), flags ^ ints)
+    assert_equal(lanes.numpy.logical_xor(lanes.asarray(ints), lanes.asarray(flags)),
+                 np.logical_xor(ints, flags))
+    with pytest.raises(lanes.LanesError, match="bitwise_and"):
+        lanes.asarray(np.ones(3, np.float32)) & lanes.asarray(np.ones(3, np.float32))
+    with pytest.raises(lanes.LanesError, match="bitwise_not"):
+        ~lanes.asarray(np.ones(3, np.float32))
+
+
 def test_weak_typing_float32_times_python_float() -> None:
     x = lanes.asarray(np.ones(3, np.float32))
     for y in (x * 2.0, 2.0 * x, x + 1, x - 0.5, x / 3.0, x ** 2):

@@ -15,8 +15,9 @@ const char* unary_name(UnaryOp op) {
 }
 
 const char* binary_name(BinaryOp op) {
-  static constexpr const char* names[] = {"add", "sub", "mul", "div", "pow", "max", "min", "atan2",
-                                          "eq",  "ne",  "lt",  "le",  "gt",  "ge",  "and", "or"};
+  static constexpr const char* names[] = {"add", "sub",   "mul", "div", "pow", "max",
+                                          "min", "atan2", "eq",  "ne",  "lt",  "le",
+                                          "gt",  "ge",    "and", "or",  "xor"};
   return names[static_cast<int>(op)];
 }
 
@@ -37,7 +38,8 @@ bool binary_accepts(BinaryOp op, DType d) {
   switch (op) {
     case BinaryOp::And:
     case BinaryOp::Or:
-      return d == DType::Bool;
+    case BinaryOp::Xor:
+      return d == DType::Bool || is_integral(d);
     case BinaryOp::Sub:
     case BinaryOp::Div:
     case BinaryOp::Pow:

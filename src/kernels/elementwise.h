@@ -73,8 +73,9 @@ enum class BinaryOp : uint8_t {
   Le,
   Gt,
   Ge,
-  And,
+  And,  // bool: logical; integers: bitwise
   Or,
+  Xor,
 };
 
 /// lax-style names: "exp", "logistic", "add", "lt", ...

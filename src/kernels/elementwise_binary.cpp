@@ -34,10 +34,12 @@ void with_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
     default:
       break;
   }
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_integral_v<T>) {  // bool included
     if (op == BinaryOp::And) return arith(vm::And{});
     if (op == BinaryOp::Or) return arith(vm::Or{});
-  } else {
+    if (op == BinaryOp::Xor) return arith(vm::Xor{});
+  }
+  if constexpr (!std::is_same_v<T, bool>) {
     if (op == BinaryOp::Sub) return arith(vm::Sub{});
     if (op == BinaryOp::Div) return arith(vm::Div{});
     if (op == BinaryOp::Pow) return arith(vm::Pow{});

@@ -255,9 +255,20 @@ LANES_COMPARE(Lt, <)
 LANES_COMPARE(Le, <=)
 LANES_COMPARE(Gt, >)
 LANES_COMPARE(Ge, >=)
-LANES_COMPARE(And, &&)
-LANES_COMPARE(Or, ||)
 #undef LANES_COMPARE
+
+// Bitwise on integers; on bools (0 or 1) the logical op.
+#define LANES_BITWISE(Name, op)    \
+  struct Name : ScalarOnly {       \
+    template <class T>             \
+    T operator()(T a, T b) const { \
+      return T(a op b);            \
+    }                              \
+  };
+LANES_BITWISE(And, &)
+LANES_BITWISE(Or, |)
+LANES_BITWISE(Xor, ^)
+#undef LANES_BITWISE
 
 }  // namespace lanes::kernels::vm
 

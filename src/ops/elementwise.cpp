@@ -32,7 +32,7 @@ const PrimitivePtr& shared(Kind kind) {
   }();
   return prims.at(size_t(kind));
 }
-constexpr size_t kBinaryOps = size_t(BinaryOp::Or) + 1;
+constexpr size_t kBinaryOps = size_t(BinaryOp::Xor) + 1;
 constexpr size_t kUnaryOps = size_t(UnaryOp::LogicalNot) + 1;
 
 Tensor apply_binary(BinaryOp kind, const Tensor& x, const Tensor& y) {
@@ -195,6 +195,31 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
   need(b, "logical_or", "rhs");
   return binary(BinaryOp::Or, "logical_or", to_bool(a), to_bool(b));
 }
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  need(a, "logical_xor", "lhs");
+  need(b, "logical_xor", "rhs");
+  return binary(BinaryOp::Xor, "logical_xor", to_bool(a), to_bool(b));
+}
+
+// Bitwise ops take bool and integer operands (numpy's promotion: bool with int32 is int32).
+Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::And, "bitwise_and", a, b);
+}
+Tensor bitwise_or(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Or, "bitwise_or", a, b);
+}
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::Xor, "bitwise_xor", a, b);
+}
+Tensor bitwise_not(const Tensor& x) {
+  need(x, "bitwise_not", "x");
+  if (x.dtype() == DType::Bool) return logical_not(x);
+  check(is_integral(x.dtype()), "bitwise_not: takes bool or integer operands, got ",
+        dtype_name(x.dtype()), " of shape ", fmt(x.shape()));
+  // ~x is x ^ (all ones): -1 in the signed types, the type's maximum in uint8.
+  return bitwise_xor(x, full({}, x.dtype() == DType::UInt8 ? 255.0 : -1.0, x.dtype()));
+}
+
 Tensor logical_not(const Tensor& x) {
   need(x, "logical_not", "x");
   return apply_unary(UnaryOp::LogicalNot, to_bool(x));

@@ -207,7 +207,8 @@ bool is_square(kernels::BinaryOp kind, const std::vector<Tensor>& x) {
 std::vector<Tensor> Binary::jvp(const std::vector<Tensor>& x, const std::vector<Tensor>& t,
                                 const std::vector<Tensor>& y) const {
   using K = kernels::BinaryOp;
-  if (!is_floating(x[0].dtype()) || is_comparison() || kind_ == K::And || kind_ == K::Or)
+  if (!is_floating(x[0].dtype()) || is_comparison() || kind_ == K::And || kind_ == K::Or ||
+      kind_ == K::Xor)
     return {Tensor()};
   if (kind_ == K::Add) return {plus(t[0], t[1])};
   if (kind_ == K::Sub) return {plus(t[0], t[1].defined() ? negative(t[1]) : Tensor())};
@@ -223,7 +224,7 @@ std::vector<Tensor> Binary::vjp_wanted(const std::vector<Tensor>& x, const std::
   using K = kernels::BinaryOp;
   const Tensor& g = ct[0];
   if (!g.defined() || !is_floating(x[0].dtype()) || is_comparison() || kind_ == K::And ||
-      kind_ == K::Or)
+      kind_ == K::Or || kind_ == K::Xor)
     return {Tensor(), Tensor()};
   if (kind_ == K::Add) return {g, g};
   if (kind_ == K::Sub) return {g, wanted[1] ? negative(g) : Tensor()};

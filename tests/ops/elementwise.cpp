@@ -187,9 +187,23 @@ std::vector<OpRow> make_rows() {
       {"logical_and",
        {lanes::logical_and, [](double a, double b) { return double(a != 0 && b != 0); }}},
       {"logical_or",
-       {lanes::logical_or, [](double a, double b) { return double(a != 0 || b != 0); }}}};
+       {lanes::logical_or, [](double a, double b) { return double(a != 0 || b != 0); }}},
+      {"logical_xor",
+       {lanes::logical_xor, [](double a, double b) { return double((a != 0) != (b != 0)); }}}};
   for (const auto& [op, fns] : compares)  // integer samples so ties (== 0 too) occur
     add_binary(rows, op, kAll, fns.first, fns.second, uniform2(-2, 2), bool_result, 0, false);
+
+  // Bitwise ops on bools and integers keep the dtype (two's complement on the sampled values).
+  const std::vector<DType> kBits = {DType::Bool, DType::UInt8, DType::Int32, DType::Int64};
+  const std::pair<const char*, std::pair<Fn2, double (*)(double, double)>> bitwise[] = {
+      {"bitwise_and",
+       {lanes::bitwise_and, [](double a, double b) { return double(int64_t(a) & int64_t(b)); }}},
+      {"bitwise_or",
+       {lanes::bitwise_or, [](double a, double b) { return double(int64_t(a) | int64_t(b)); }}},
+      {"bitwise_xor",
+       {lanes::bitwise_xor, [](double a, double b) { return double(int64_t(a) ^ int64_t(b)); }}}};
+  for (const auto& [op, fns] : bitwise)
+    add_binary(rows, op, kBits, fns.first, fns.second, uniform2(-9, 9), same_dtype, 0, false);
 
   // Unary math (integers and bool become float32).
   add_math(
