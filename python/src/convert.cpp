@@ -4,6 +4,7 @@
 #include <Python.h>
 #include <nanobind/stl/string.h>
 
+#include <climits>
 #include <string>
 
 #include "bindings.h"
@@ -134,6 +135,39 @@ Tensor through_numpy(nb::handle value) {
 
 }  // namespace
 
+namespace {
+
+// A Python int beside an array takes the array's integer dtype (or float32, float64) weakly, as
+// in jax, and like jax it must fit that dtype: `int32_array + 2**40` raises OverflowError where a
+// cast would wrap silently. An int64 beyond 2^53 is made exactly, not through a double.
+Tensor weak_int(nb::handle value, const Tensor& like) {
+  const DType target = promote_weak(like.dtype(), false);
+  if (!is_integral(target)) {
+    const double v = PyLong_AsDouble(value.ptr());
+    if (v == -1.0 && PyErr_Occurred()) throw nb::python_error();
+    return weak_scalar(v, false, like);
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  const long long lo = target == kUInt8 ? 0 : target == kInt32 ? INT32_MIN : LLONG_MIN;
+  const long long hi = target == kUInt8 ? 255 : target == kInt32 ? INT32_MAX : LLONG_MAX;
+  if (overflow != 0 || v < lo || v > hi) {
+    const std::string text = nb::str(value).c_str();
+    PyErr_SetString(
+        PyExc_OverflowError,
+        ("Python int " + text + " too large to convert to " + dtype_name(target)).c_str());
+    throw nb::python_error();
+  }
+  constexpr long long kExactInDouble = 1LL << 53;
+  if (v >= -kExactInDouble && v <= kExactInDouble) return weak_scalar(double(v), false, like);
+  Tensor t = Tensor::empty({}, kInt64);
+  *t.mutable_data<int64_t>() = v;
+  return t;
+}
+
+}  // namespace
+
 bool is_python_scalar(nb::handle value) {
   return PyBool_Check(value.ptr()) || PyLong_CheckExact(value.ptr()) ||
          PyFloat_CheckExact(value.ptr());
@@ -151,11 +185,7 @@ Tensor to_operand(nb::handle value, const Tensor& like) {
   if (PyFloat_CheckExact(value.ptr()))
     return weak_scalar(PyFloat_AsDouble(value.ptr()), true, like);
   if (PyBool_Check(value.ptr())) return scalar(value.ptr() == Py_True ? 1.0 : 0.0, kBool);
-  if (PyLong_CheckExact(value.ptr())) {
-    const double v = PyLong_AsDouble(value.ptr());
-    if (v == -1.0 && PyErr_Occurred()) throw nb::python_error();
-    return weak_scalar(v, false, like);
-  }
+  if (PyLong_CheckExact(value.ptr())) return weak_int(value, like);
   return to_tensor(value);
 }
 

@@ -248,6 +248,22 @@ def test_weak_typing_int32_plus_python_int() -> None:
     assert_equal(x + 1, np.arange(3, dtype=np.int32) + 1)
 
 
+def test_python_int_out_of_the_weak_dtype_range_is_an_overflow_error() -> None:
+    x = lanes.asarray(np.array([1, 3], dtype=np.int32))
+    small = lanes.asarray(np.array([1], dtype=np.uint8))
+    for call in (lambda: x + 2**40, lambda: 2**31 * x, lambda: small + 300, lambda: small - -1,
+                 lambda: lanes.jit(lambda v: v + 2**33)(x),
+                 lambda: lanes.vmap(lambda v: v * -2**40)(x)):
+        with pytest.raises(OverflowError, match="too large to convert"):
+            call()
+    # The edges of each range convert; an int64 past 2**53 keeps every digit.
+    assert_equal(x + (2**31 - 4), np.array([2**31 - 3, 2**31 - 1], dtype=np.int32))
+    assert_equal(small + 254, np.array([255], dtype=np.uint8))
+    big = lanes.asarray(np.array([1], dtype=np.int64)) + 2**60
+    assert big.tolist() == [2**60 + 1]
+    assert (lanes.asarray(np.ones(2, np.float32)) + 2**40).dtype == np.float32
+
+
 def test_int32_times_python_float_is_float() -> None:
     x = lanes.asarray(np.arange(3, dtype=np.int32))
     y = x * 1.5
