@@ -1,8 +1,10 @@
 """numpy indexing for lanes.Array (``x[...]``) and jax's ``x.at[...]`` updates.
 
 Basic indices (ints, slices with any step, None, Ellipsis) become views and flips; one integer
-array (or a traced integer scalar) per subscript becomes a take / dynamic index. ``x.at[key]``
-finds the flat positions ``key`` selects by indexing an iota the same way, then scatters.
+array per subscript becomes a take (its dims placed as numpy places them), and each integer
+scalar Array (traced or not) a dynamic index, clamped as jax reads. ``x.at[key]`` finds the flat
+positions ``key`` selects by indexing an iota the same way, then scatters; an update at a traced
+index out of bounds is dropped, as jax's scatter drops it.
 """
 
 from __future__ import annotations
@@ -64,9 +66,13 @@ def _slice(x: Array, axis: int, s: slice) -> Array:
 def getitem(x: Array, key: Any) -> Array:
     """numpy's ``x[key]``."""
     parts = _expand(key, x.ndim)
-    advanced = 0
+    arrays = [_as_index_array(k) for k in parts]
+    if sum(1 for a in arrays if a is not None and a.ndim > 0) > 1:
+        raise LanesError("lanes supports one integer-array index (of one or more dims) per "
+                         "subscript; integer scalars, traced or not, may be added")
     axis = 0
-    for k in parts:
+    taken = None  # (axis, ndim) of the dims an integer-array index put into x
+    for k, index in zip(parts, arrays):
         if k is None:
             x = _lanes.expand_dims(x, axis)
             axis += 1
@@ -80,21 +86,29 @@ def getitem(x: Array, key: Any) -> Array:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {dim}")
             i %= dim
             x = _lanes.squeeze(_lanes.slice_axis(x, axis, i, i + 1, 1), axis)
+        elif index is None:
+            raise LanesError(f"unsupported index {k!r} of type {type(k).__name__}")
+        elif index.ndim == 0:
+            # A (possibly traced) integer scalar: a dynamic slice, clamped as jax does.
+            # Moving the axis first and dropping it keeps the other axes in order.
+            x = _lanes.dynamic_index(_lanes.moveaxis(x, axis, 0), index)
         else:
-            index = _as_index_array(k)
-            if index is None:
-                raise LanesError(f"unsupported index {k!r} of type {type(k).__name__}")
-            advanced += 1
-            if advanced > 1:
-                raise LanesError("lanes supports one integer-array index per subscript")
-            if index.ndim == 0:
-                # A (possibly traced) integer scalar: a dynamic slice, clamped as jax does.
-                # Moving the axis first and dropping it keeps the other axes in order.
-                x = _lanes.dynamic_index(_lanes.moveaxis(x, axis, 0), index)
-            else:
-                x = _lanes.take(x, index, axis)
-                axis += index.ndim
+            x = _lanes.take(x, index, axis)
+            taken = (axis, index.ndim)
+            axis += index.ndim
+    if taken is not None and not _advanced_adjacent(parts, arrays):
+        # numpy: advanced indices (integers among them) apart from each other put the index
+        # array's dims first (x[0, :, [0, 1]] has shape (2, x.shape[1])).
+        first, ndim = taken
+        moved = list(range(first, first + ndim))
+        x = _lanes.transpose(x, moved + [d for d in range(x.ndim) if d not in moved])
     return x
+
+
+def _advanced_adjacent(parts: list[Any], arrays: list[Array | None]) -> bool:
+    """Whether the advanced entries of an expanded key (integers, integer arrays) are adjacent."""
+    at = [i for i, (k, a) in enumerate(zip(parts, arrays)) if _is_int(k) or a is not None]
+    return at[-1] - at[0] + 1 == len(at)
 
 
 def iterate(x: Array) -> Iterator[Array]:
@@ -110,6 +124,22 @@ class _IndexUpdate:
     def __init__(self, array: Array, key: Any) -> None:
         self.array, self.key = array, key
 
+    def _scalars_in_bounds(self) -> Array | None:
+        """Whether every integer-scalar Array of the key (a traced index) is within its axis, or
+        None when the key has none. Reading clamps such an index, as jax does; an update there
+        must be dropped instead (jax's scatter), not land on the clamped element."""
+        ok = None
+        axis = 0  # the axis of self.array that the key's next entry indexes
+        for k in _expand(self.key, self.array.ndim):
+            if k is None:
+                continue
+            if isinstance(k, Array) and k.ndim == 0:
+                dim = self.array.shape[axis]
+                inside = (k >= -dim) & (k < dim)
+                ok = inside if ok is None else ok & inside
+            axis += 1
+        return ok
+
     def _scatter(self, value: Any, mode: str) -> Array:
         x = self.array
         positions = getitem(_lanes.reshape(_lanes.iota((x.size,), 0, np.int64), x.shape),
@@ -119,6 +149,12 @@ class _IndexUpdate:
         else:
             value = _lanes.cast(_lanes.asarray(value, None), x.dtype)
             updates = _lanes.broadcast_to(value, positions.shape)
+        ok = self._scalars_in_bounds()
+        if ok is not None:  # out of bounds: an update that leaves the element as it is
+            unchanged = {"add": 0.0, "multiply": 1.0}.get(mode)
+            keep = (getitem(x, self.key) if unchanged is None
+                    else _lanes.full(positions.shape, unchanged, x.dtype))
+            updates = _lanes.where(ok, updates, keep)
         flat = _lanes.reshape(x, (x.size,))
         return _lanes.reshape(
             _lanes.scatter(flat, _lanes.reshape(positions, (positions.size,)),

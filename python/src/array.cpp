@@ -316,8 +316,8 @@ void bind_array(nb::module_& m) {
           "__getitem__",
           [](nb::handle self, nb::handle key) { return indexing("getitem")(self, key); },
           nb::arg("key").none(),
-          "numpy's indexing: ints, slices with any step, None, ..., one integer array or traced "
-          "integer scalar.")
+          "numpy's indexing: ints, slices with any step, None, ..., one integer array and any "
+          "number of integer scalar arrays (traced or not: clamped, as jax reads).")
       .def(
           "__setitem__",
           [](nb::handle, nb::handle, nb::handle) {

@@ -425,6 +425,56 @@ def test_at_set_row_with_index_array(a: np.ndarray) -> None:
     assert_equal(got, want)
 
 
+@pytest.mark.parametrize("mode", ["set", "add", "multiply", "min", "max"])
+def test_at_update_at_a_traced_out_of_bounds_index_is_dropped(mode: str) -> None:
+    # jax clamps a traced index when reading and drops an update there; a negative index in
+    # bounds counts from the end.
+    base = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    ufunc = {"set": lambda old, v: v, "add": np.add, "multiply": np.multiply,
+             "min": np.minimum, "max": np.maximum}[mode]
+
+    def reference(i: int, j: int) -> np.ndarray:
+        out = base.copy()
+        if -3 <= i < 3 and -4 <= j < 4:
+            out[i, j] = ufunc(out[i, j], 50.0)
+        return out
+
+    rows = np.array([0, 2, -1, 3, -4, 1, 7], dtype=np.int32)
+    cols = np.array([1, -1, 0, 0, 2, 4, 2], dtype=np.int32)
+    x = lanes.asarray(base)
+    got = lanes.vmap(lambda i, j: getattr(x.at[i, j], mode)(50.0))(lanes.asarray(rows),
+                                                                   lanes.asarray(cols))
+    assert_equal(got, np.stack([reference(int(i), int(j)) for i, j in zip(rows, cols)]))
+    row = lanes.jit(lambda i: getattr(x.at[i, 1:3], mode)(50.0))
+    for i in (1, 3, -4):
+        want = base.copy()
+        if -3 <= i < 3:
+            want[i, 1:3] = ufunc(want[i, 1:3], 50.0)
+        assert_equal(row(lanes.asarray(np.int32(i))), want)
+
+
+@pytest.mark.parametrize("key", [(0, slice(None), [0, 1]), (slice(None), 0, [1, 2]),
+                                 (1, None, [0, 2]), ([1, 0], Ellipsis, 2), (0, [0, 2]),
+                                 (None, 0, slice(None), [[0, 1], [2, 3]])], ids=repr)
+def test_integer_array_index_dims_go_where_numpy_puts_them(a: np.ndarray, key: Any) -> None:
+    # Integers among the advanced indices: apart from the array, its dims come first.
+    assert_equal(lanes.asarray(a)[key], a[key])
+    want = a.copy()
+    want[key] = -1.0
+    assert_equal(lanes.asarray(a).at[key].set(-1.0), want)
+
+
+def test_several_traced_integer_scalars_in_one_subscript(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    pick = lanes.jit(lambda v, i, j: v[i, :, j])
+    assert_equal(pick(x, lanes.asarray(np.int32(1)), lanes.asarray(np.int32(-1))), a[1, :, -1])
+    assert_equal(x[lanes.asarray(np.int32(0)), lanes.asarray(np.int32(2))], a[0, 2])
+    rows = np.array([0, 1, 1], dtype=np.int32)
+    cols = np.array([2, 0, 3], dtype=np.int32)
+    got = lanes.vmap(lambda i, j: x[i, 1, j])(lanes.asarray(rows), lanes.asarray(cols))
+    assert_equal(got, a[rows, 1, cols])
+
+
 def test_at_get(a: np.ndarray) -> None:
     assert_equal(lanes.asarray(a).at[1, ::-1].get(), a[1, ::-1])
 
