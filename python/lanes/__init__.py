@@ -9,7 +9,7 @@ operations, and it composes with ``grad``, ``jacrev``, ``hessian``, ``jit`` and 
 
 from __future__ import annotations
 
-from . import _lanes
+from . import _lanes, _nested
 from ._api import (
     batch_jacobian,
     explain,
@@ -69,7 +69,10 @@ __all__ = [
 def asarray(a, dtype=None) -> Array:
     """``a`` as a lanes Array: an Array as is, a numpy array (or any buffer / DLPack producer)
     without a copy where lanes can read its layout, Python scalars and nested lists with jax's
-    default dtypes (float32, int32). ``dtype`` converts."""
+    default dtypes (float32, int32); lists that hold Arrays (traced ones too) are stacked.
+    ``dtype`` converts."""
+    if _nested.holds_array(a):
+        return _nested.from_nested(a, dtype)
     return _lanes.asarray(a, dtype)
 
 

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as _np
 
-from . import _lanes
+from . import _lanes, _nested
 from ._lanes import Array, LanesError
 
 # dtypes are numpy's.
@@ -76,13 +76,16 @@ outer = _lanes.outer
 
 
 def asarray(a: Any, dtype: Any = None) -> Array:
-    """``a`` as an Array (no copy for numpy arrays lanes can view); ``dtype`` converts."""
+    """``a`` as an Array (no copy for numpy arrays lanes can view; lists holding Arrays, traced
+    ones too, are stacked); ``dtype`` converts."""
+    if _nested.holds_array(a):
+        return _nested.from_nested(a, dtype)
     return _lanes.asarray(a, dtype)
 
 
 def array(a: Any, dtype: Any = None) -> Array:
     """``a`` as an Array (lanes arrays are immutable, so sharing memory is safe)."""
-    return _lanes.asarray(a, dtype)
+    return asarray(a, dtype)
 
 
 def positive(x: Any) -> Array:

@@ -643,3 +643,23 @@ def test_missing_numpy_name_says_lanes_lacks_it() -> None:
     with pytest.raises(AttributeError, match=r"lanes\.numpy has no 'fft'"):
         lnp.fft  # noqa: B018
     assert not hasattr(lnp, "fft")
+
+
+def test_asarray_of_lists_holding_traced_arrays_stacks_them() -> None:
+    ones = lanes.asarray(np.ones(2, np.float32))
+    got = lanes.vmap(lambda a: lnp.asarray([a, 1.0]))(ones)
+    assert got.dtype == np.float32
+    assert_equal(got, np.ones((2, 2), np.float32))
+    assert float(lanes.grad(lambda a: lnp.asarray([a, 2 * a, 3]).sum())(
+        lanes.asarray(np.float32(2.0)))) == 3.0
+    three = lanes.asarray(np.int32(3))
+    got = lanes.jit(lambda a: lnp.array([[a, 0], [0, a]]))(three)
+    assert got.dtype == np.int32
+    assert_equal(got, np.array([[3, 0], [0, 3]], np.int32))
+    got = lanes.jit(lambda a: lnp.array([[a, 0.5], [0, a]]))(three)  # a float makes float32
+    assert_equal(got, np.array([[3, 0.5], [0, 3]], np.float32))
+    narrow = lanes.asarray(np.array([1, 2], np.uint8))
+    assert lnp.asarray([narrow, narrow], dtype=np.float64).dtype == np.float64
+    assert lanes.asarray((lanes.asarray(True), False)).dtype == np.bool_
+    with pytest.raises(lanes.LanesError, match="different shapes"):
+        lnp.asarray([ones, 1.0])
