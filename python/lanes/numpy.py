@@ -410,6 +410,45 @@ def _document_from_numpy() -> None:
 _document_from_numpy()
 
 
+def _add_array_methods() -> None:
+    """jax.Array's methods that are lanes.numpy functions: ``x.any()`` is ``lnp.any(x)``."""
+    def method(fn: Any) -> Any:
+        def call(self: Array, *args: Any, **kwargs: Any) -> Any:
+            return fn(self, *args, **kwargs)
+        call.__name__, call.__doc__ = fn.__name__, fn.__doc__
+        return call
+
+    for name in ("any", "all", "var", "std", "argmax", "argmin", "argsort", "cumsum", "cumprod",
+                 "clip", "sort", "take"):
+        setattr(Array, name, method(globals()[name]))
+    scalar_item = Array.item
+
+    def item(self: Array, *args: Any) -> Any:
+        """The element as a Python scalar: of a one-element array, or at a flat index or an
+        index per axis (numpy's ``item``)."""
+        if not args:
+            return scalar_item(self)
+        at = self.reshape(-1)[args[0]] if len(args) == 1 else self[args]
+        return scalar_item(at)
+
+    def format_(self: Array, spec: str) -> str:
+        return format(self.item(), spec) if self.ndim == 0 else format(str(self), spec)
+
+    def round_(self: Array, ndigits: int | None = None) -> Any:
+        return builtins.round(self.item(), ndigits)
+
+    Array.item = item
+    Array.__format__ = format_
+    Array.__round__ = round_
+    Array.copy = lambda self: self  # immutable: the array itself is its copy (jax returns one)
+    Array.nbytes = property(lambda self: self.size * self.dtype.itemsize,
+                            doc="Bytes the elements take (size * itemsize).")
+    Array.itemsize = property(lambda self: self.dtype.itemsize, doc="Bytes per element.")
+
+
+_add_array_methods()
+
+
 def __getattr__(name: str) -> Any:
     if hasattr(_np, name):
         raise AttributeError(f"lanes.numpy has no '{name}': numpy's {name} is not implemented in "

@@ -681,3 +681,24 @@ def test_buffer_protocol_is_a_read_only_view() -> None:
     for dtype in (np.bool_, np.uint8, np.int32, np.int64, np.float64):
         b = np.ones(3, dtype)
         assert np.array_equal(np.asarray(memoryview(lanes.asarray(b))), b)
+
+
+def test_jax_array_methods_match_numpy(a: np.ndarray) -> None:
+    x = lanes.asarray(a)
+    assert bool(x.any()) == a.any() and bool((x > -8).all()) == (a > -8).all()
+    assert_equal((x > 0).any(axis=1), (a > 0).any(axis=1))
+    assert_close(x.std(), a.std())
+    assert_close(x.var(axis=0), a.var(axis=0))
+    assert int(x.argmax()) == a.argmax()
+    assert_equal(x.argmin(axis=2), a.argmin(axis=2))
+    assert_equal(x.cumsum(axis=1), a.cumsum(axis=1))
+    assert_equal(x.clip(-1, 2), a.clip(-1, 2))
+    assert_equal(x.sort(axis=0), np.sort(a, axis=0))
+    assert x.item(5) == a.item(5) and x.item(1, 2, 3) == a.item(1, 2, 3)
+    assert x.nbytes == a.nbytes and x.itemsize == a.itemsize
+    assert f"{x[0, 0, 1]:.3f}" == f"{a[0, 0, 1]:.3f}"
+    assert round(lanes.asarray(np.float32(2.567)), 1) == 2.6
+    assert x.copy().tolist() == a.tolist()
+    assert_equal(lanes.vmap(lambda r: r.any())(x > 10), (a > 10).reshape(2, -1).any(axis=1))
+    with pytest.raises(lanes.ConcretizationError):
+        lanes.jit(lambda v: f"{v:.2f}")(x[0, 0, 0])
