@@ -136,23 +136,28 @@ def vmap(
     cache: dict[Any, tuple[Any, _Outputs]] = {}
     options = (axis_name, axis_size, chunk_size, max_memory_bytes, randomness, cond, loop)
 
-    def entry(args: tuple) -> tuple[Any, _Outputs, list[Array]]:
-        leaves, treedef = tree_flatten(args)
+    def entry(args: tuple, kwargs: dict) -> tuple[Any, _Outputs, list[Array]]:
         spec = tuple(in_axes) if isinstance(in_axes, list) else in_axes
         if isinstance(spec, tuple) and len(spec) != len(args):
             raise LanesError(
                 f"vmap: in_axes has {len(spec)} entries but the function got {len(args)} "
-                "arguments"
+                "positional arguments"
             )
+        if kwargs:  # keyword arguments are mapped over their axis 0, as in jax
+            spec = (spec if isinstance(spec, tuple) else (spec,) * len(args)) + (0,)
+            args = args + (kwargs,)
+        leaves, treedef = tree_flatten(args)
         axes = broadcast_prefix(spec, args, "vmap in_axes")
-        key = (treedef, tuple(axes))
+        key = (treedef, tuple(axes), bool(kwargs))
         found = cache.get(key)
         if found is None:
             outputs = _Outputs()
 
             def flat(leaf_list: list[Array]) -> list[Array]:
+                call = list(tree_unflatten(treedef, leaf_list))
+                named = call.pop() if kwargs else {}
                 with tracing("vmap"):
-                    out = fun(*tree_unflatten(treedef, leaf_list))
+                    out = fun(*call, **named)
                 return outputs.flatten(out, "vmap")
 
             def decide_out_axes() -> list[int | None]:
@@ -164,12 +169,12 @@ def vmap(
         return found[0], found[1], _arrays(leaves, "vmap argument")
 
     @functools.wraps(fun)
-    def batched(*args: Any) -> Any:
-        vm, outputs, leaves = entry(args)
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        vm, outputs, leaves = entry(args, kwargs)
         return outputs.rebuild(vm(leaves))
 
-    def explain_call(*args: Any) -> str:
-        vm, _, leaves = entry(args)
+    def explain_call(*args: Any, **kwargs: Any) -> str:
+        vm, _, leaves = entry(args, kwargs)
         return vm.explain(leaves)
 
     batched._lanes_explain = explain_call  # type: ignore[attr-defined]
@@ -188,19 +193,21 @@ def value_and_grad(
     ``argnums`` is a tuple)."""
 
     @functools.wraps(fun)
-    def value_and_grad_fun(*args: Any) -> Any:
+    def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums_tuple(argnums, len(args), "grad")
         diff_leaves, diff_def = tree_flatten([args[i] for i in nums])
-        rest = [a for i, a in enumerate(args) if i not in nums]
+        # The other arguments and the keyword arguments are passed through, not differentiated.
+        rest = ([a for i, a in enumerate(args) if i not in nums], kwargs)
         rest_leaves, rest_def = tree_flatten(rest)
         aux_out = _Outputs()
 
         def flat(diff: list[Array], others: list[Array]) -> list[Array]:
             d = iter(tree_unflatten(diff_def, diff))
-            r = iter(tree_unflatten(rest_def, others))
+            positional, named = tree_unflatten(rest_def, others)
+            r = iter(positional)
             full = [next(d) if i in nums else next(r) for i in range(len(args))]
             with tracing("grad"):
-                out = fun(*full)
+                out = fun(*full, **named)
             if has_aux:
                 if not (isinstance(out, (tuple, list)) and len(out) == 2):
                     raise LanesError("grad: with has_aux=True the function must return "
@@ -226,8 +233,8 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False)
     vg = value_and_grad(fun, argnums, has_aux)
 
     @functools.wraps(fun)
-    def grad_fun(*args: Any) -> Any:
-        value, g = vg(*args)
+    def grad_fun(*args: Any, **kwargs: Any) -> Any:
+        value, g = vg(*args, **kwargs)
         return (g, value[1]) if has_aux else g
 
     return grad_fun
@@ -447,25 +454,27 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         dispatch = _lanes.JitDispatch(make, lambda *args: general(args))
 
         @functools.wraps(fun)
-        def jitted(*args: Any) -> Any:
-            return dispatch(*args)
+        def jitted(*args: Any, **kwargs: Any) -> Any:
+            return general(args, kwargs) if kwargs else dispatch(*args)
 
     else:
 
         @functools.wraps(fun)
-        def jitted(*args: Any) -> Any:
-            return general(args)
+        def jitted(*args: Any, **kwargs: Any) -> Any:
+            return general(args, kwargs)
 
     def call_flat(layout: tuple, leaves: list[Array]) -> Any:
         compiled, trees = make(layout)
         return trees.rebuild(compiled(leaves))
 
-    def general(args: tuple) -> Any:
+    def general(args: tuple, kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
         nums = tuple(s % len(args) for s in statics) if args else ()
         static = tuple(args[i] for i in nums)
-        dynamic = [a for i, a in enumerate(args) if i not in nums]
+        # Keyword arguments are traced like positional ones (their names are part of the key).
+        dynamic = [a for i, a in enumerate(args) if i not in nums] + ([kwargs] if kwargs else [])
         leaves, treedef = tree_flatten(dynamic)
-        if not nums and all(c.kind is None for c in treedef.children):
+        if not nums and not kwargs and all(c.kind is None for c in treedef.children):
             # Array-like leaves only (numpy arrays, scalars): the fast path's entry, so an
             # argument's type never makes a second trace of one signature.
             return call_flat((-1,) * len(args), _arrays(leaves, "jit argument"))
@@ -478,11 +487,12 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
             trees = _Trees()
 
             def flat(leaf_list: list[Array]) -> list[Array]:
-                d = iter(tree_unflatten(treedef, leaf_list))
-                s = iter(static)
+                values = list(tree_unflatten(treedef, leaf_list))
+                named = values.pop() if kwargs else {}
+                d, s = iter(values), iter(static)
                 full = [next(s) if i in nums else next(d) for i in range(len(args))]
                 with tracing("jit"):
-                    out = fun(*full)
+                    out = fun(*full, **named)
                 return trees.flatten(out)
 
             found = cache[key] = (_lanes.Jit(flat), trees)

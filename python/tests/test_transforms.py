@@ -11,7 +11,8 @@ import pytest
 
 import lanes
 import lanes.numpy as lnp
-from conftest import assert_close, loss_lanes, loss_np, mlp, numeric_grad, numeric_jacobian
+from conftest import (assert_close, assert_equal, loss_lanes, loss_np, mlp, numeric_grad,
+                      numeric_jacobian)
 
 
 # ---- vmap -------------------------------------------------------------------------------------
@@ -568,3 +569,30 @@ def test_make_graph_returns_text(params: dict[str, np.ndarray]) -> None:
     assert isinstance(text, str) and text.strip()
     assert "tanh" in text
     assert repr(graph) == text
+
+
+def test_keyword_arguments_reach_the_function() -> None:
+    # jax's rules: vmap maps keyword arguments over their axis 0; grad passes them through
+    # undifferentiated; jit traces them (their names are part of the signature).
+    x = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], np.float32)
+    s = np.array([2.0, 3.0], np.float32)
+    lx = lanes.asarray(x)
+
+    def scaled(a: Any, scale: Any = 1.0) -> Any:
+        return a * scale
+
+    assert_equal(lanes.vmap(scaled)(lx, scale=lanes.asarray(s)), x * s[:, None])
+    cols = np.array([1.0, 2.0, 3.0], np.float32)
+    assert_equal(lanes.vmap(scaled, in_axes=(1,))(lx, scale=lanes.asarray(cols)),
+                 (x * cols).T)
+
+    def loss(a: Any, scale: Any = 1.0) -> Any:
+        return (a ** 2).sum() * scale
+
+    assert_equal(lanes.grad(loss)(lx, scale=3.0), 2 * x * 3)
+    assert_equal(lanes.grad(loss)(lx, scale=lanes.asarray(np.float32(3.0))), 2 * x * 3)
+    jitted = lanes.jit(loss)
+    assert float(jitted(lx, scale=2.0)) == float((x ** 2).sum() * 2)
+    assert float(jitted(lx)) == float((x ** 2).sum())
+    with_static = lanes.jit(lambda a, n, scale=1.0: a * n * scale, static_argnums=1)
+    assert_equal(with_static(lx, 3, scale=lanes.asarray(np.float32(2.0))), x * 6)
