@@ -14,6 +14,10 @@ from typing import Any, Sequence
 import numpy as _np
 
 from . import _lanes, _nested
+from ._composites import (allclose, arccos, arcsin, arctan, average, cosh,  # noqa: F401
+                          count_nonzero, diag, diagonal, diff, hstack, hypot, isclose, isinf,
+                          linalg, log2, log10, logaddexp, median, meshgrid, repeat, roll, sinh,
+                          split, take_along_axis, tan, tile, trace, tril, triu, trunc, vstack)
 from ._lanes import Array, LanesError
 
 # dtypes are numpy's.
