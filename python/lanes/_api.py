@@ -8,6 +8,7 @@ once per call (vmap, grad) or once per signature (jit), as in C++.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as _np
@@ -433,11 +434,15 @@ def batch_jacobian(fun: Callable) -> Callable:
 # ---- compile ----------------------------------------------------------------------------------
 
 
-def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
+def jit(fun: Callable, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = ()) -> Callable:
     """``fun`` traced and optimized once per signature (jax.jit; lanes::compile): the shapes
     and dtypes of the array leaves, the pytree structure and the values of the arguments in
-    ``static_argnums`` (hashable Python values, given to ``fun`` as they are)."""
+    ``static_argnums`` and of the keyword arguments in ``static_argnames`` (hashable Python
+    values, given to ``fun`` as they are; a positional parameter named there is static too)."""
     statics = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    statics += _positions_of(fun, names)
     cache: dict[Any, tuple[Any, _Outputs]] = {}
 
     def make(layout: tuple) -> tuple[Any, _Trees]:
@@ -468,13 +473,14 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         return trees.rebuild(compiled(leaves))
 
     def general(args: tuple, kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        nums = tuple(s % len(args) for s in statics) if args else ()
-        static = tuple(args[i] for i in nums)
+        kwargs = dict(kwargs or {})
+        static_named = {k: kwargs.pop(k) for k in names if k in kwargs}
+        nums = tuple(sorted({s % len(args) for s in statics if -len(args) <= s < len(args)}))
+        static = tuple(args[i] for i in nums) + tuple(sorted(static_named.items()))
         # Keyword arguments are traced like positional ones (their names are part of the key).
         dynamic = [a for i, a in enumerate(args) if i not in nums] + ([kwargs] if kwargs else [])
         leaves, treedef = tree_flatten(dynamic)
-        if not nums and not kwargs and all(c.kind is None for c in treedef.children):
+        if not static and not kwargs and all(c.kind is None for c in treedef.children):
             # Array-like leaves only (numpy arrays, scalars): the fast path's entry, so an
             # argument's type never makes a second trace of one signature.
             return call_flat((-1,) * len(args), _arrays(leaves, "jit argument"))
@@ -492,7 +498,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
                 d, s = iter(values), iter(static)
                 full = [next(s) if i in nums else next(d) for i in range(len(args))]
                 with tracing("jit"):
-                    out = fun(*full, **named)
+                    out = fun(*full, **named, **static_named)
                 return trees.flatten(out)
 
             found = cache[key] = (_lanes.Jit(flat), trees)
@@ -500,6 +506,18 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = ()) -> Callable:
         return trees.rebuild(compiled(_arrays(leaves, "jit argument")))
 
     return jitted
+
+
+def _positions_of(fun: Callable, names: tuple[str, ...]) -> tuple[int, ...]:
+    """The positions of fun's positional parameters named in ``names``."""
+    if not names:
+        return ()
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: keyword use only
+        return ()
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(i for i, p in enumerate(params) if p.kind in positional and p.name in names)
 
 
 def _flat_call(fun: Callable, layout: tuple, trees: _Trees) -> Callable:

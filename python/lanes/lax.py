@@ -14,7 +14,7 @@ import numpy as np
 from . import _lanes
 from ._api import _arrays, _Outputs
 from ._lanes import Array, LanesError
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = [
     "all_gather",
@@ -114,8 +114,10 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable, init_val: Any) -> Any:
 
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None,
-         reverse: bool = False) -> tuple[Any, Any]:
-    """``carry, y = f(carry, x)`` over the leading axis of xs, stacking the ys (jax.lax.scan)."""
+         reverse: bool = False, unroll: int | bool = 1) -> tuple[Any, Any]:
+    """``carry, y = f(carry, x)`` over the leading axis of xs, stacking the ys (jax.lax.scan).
+    ``unroll`` is accepted for jax's signature; compile's scan passes decide what runs inside
+    the loop, and the results do not depend on it."""
     c_leaves, c_def = tree_flatten(init)
     x_leaves, x_def = tree_flatten(xs)
     ys = _Outputs()
@@ -159,29 +161,43 @@ def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]
 stop_gradient = _lanes.stop_gradient
 
 
-def psum(x: Any, axis_name: str) -> Array:
-    """The sum of x over the examples of the vmap named ``axis_name``."""
-    return _lanes.psum(x, axis_name)
+def _over_axes(op: Callable, x: Any, axis_name: Any) -> Any:
+    """op over each leaf of the pytree x, and over each of several axis names in turn (jax
+    reduces over all of them)."""
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+    def one(leaf: Any) -> Array:
+        for name in names:
+            leaf = op(leaf, name)
+        return leaf
+
+    return tree_map(one, x)
 
 
-def pmean(x: Any, axis_name: str) -> Array:
-    """The mean of x over the examples of the vmap named ``axis_name``."""
-    return _lanes.pmean(x, axis_name)
+def psum(x: Any, axis_name: Any) -> Any:
+    """The sum of x (an array or a pytree of them) over the examples of the vmap named
+    ``axis_name`` (or of several vmaps: a tuple of names)."""
+    return _over_axes(_lanes.psum, x, axis_name)
 
 
-def pmax(x: Any, axis_name: str) -> Array:
-    """The maximum of x over the examples of the vmap named ``axis_name``."""
-    return _lanes.pmax(x, axis_name)
+def pmean(x: Any, axis_name: Any) -> Any:
+    """The mean of x (an array or a pytree) over the examples of the vmap(s) ``axis_name``."""
+    return _over_axes(_lanes.pmean, x, axis_name)
 
 
-def pmin(x: Any, axis_name: str) -> Array:
-    """The minimum of x over the examples of the vmap named ``axis_name``."""
-    return _lanes.pmin(x, axis_name)
+def pmax(x: Any, axis_name: Any) -> Any:
+    """The maximum of x (an array or a pytree) over the examples of the vmap(s) ``axis_name``."""
+    return _over_axes(_lanes.pmax, x, axis_name)
 
 
-def all_gather(x: Any, axis_name: str, *, axis: int = 0) -> Array:
-    """Every example's x, stacked along ``axis``."""
-    return _lanes.all_gather(x, axis_name, axis)
+def pmin(x: Any, axis_name: Any) -> Any:
+    """The minimum of x (an array or a pytree) over the examples of the vmap(s) ``axis_name``."""
+    return _over_axes(_lanes.pmin, x, axis_name)
+
+
+def all_gather(x: Any, axis_name: str, *, axis: int = 0) -> Any:
+    """Every example's x (an array or a pytree), stacked along ``axis``."""
+    return tree_map(lambda leaf: _lanes.all_gather(leaf, axis_name, axis), x)
 
 
 def axis_index(axis_name: str) -> Array:

@@ -391,3 +391,18 @@ def test_set_num_threads_gives_identical_results(rng: np.random.Generator) -> No
     x64 = xs.astype(np.float64)
     want = np.tanh(np.tanh(x64 @ a) @ b) @ c
     assert_close(ref[0], want, rtol=1e-3, atol=1e-3)
+
+
+def test_collectives_over_pytrees_and_several_axis_names() -> None:
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    row = lanes.asarray(x[0])
+    pair = lanes.vmap(lambda a: lanes.lax.psum((a, {"twice": 2 * a}), "i"), axis_name="i")(row)
+    assert_equal(pair[0], np.full(3, x[0].sum(), np.float32))
+    assert_equal(pair[1]["twice"], np.full(3, 2 * x[0].sum(), np.float32))
+    both = lanes.vmap(lanes.vmap(lambda a: lanes.lax.psum(a, ("o", "i")), axis_name="i"),
+                      axis_name="o")(lanes.asarray(x))
+    assert_equal(both, np.full((2, 3), x.sum(), np.float32))
+    means = lanes.vmap(lambda a: lanes.lax.pmean([a, a * a], "i"), axis_name="i")(row)
+    assert_close(means[1], np.full(3, (x[0] ** 2).mean(), np.float32))
+    gathered = lanes.vmap(lambda a: lanes.lax.all_gather((a, -a), "i"), axis_name="i")(row)
+    assert_equal(gathered[1], np.broadcast_to(-x[0], (3, 3)))

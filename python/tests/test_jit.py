@@ -11,7 +11,7 @@ import pytest
 
 import lanes
 import lanes.numpy as lnp
-from conftest import assert_close, loss_lanes, loss_np, mlp, numeric_grad
+from conftest import assert_close, assert_equal, loss_lanes, loss_np, mlp, numeric_grad
 
 
 # ---- jit --------------------------------------------------------------------------------------
@@ -201,3 +201,31 @@ def test_vmap_of_jit(params: dict[str, np.ndarray]) -> None:
     w, b, xs = params["w"], params["b"], params["xs"]
     got = lanes.vmap(lanes.jit(lambda x: mlp(lnp, w, b, x)))(xs)
     assert_close(got, np.stack([mlp(np, w, b, x) for x in xs]))
+
+
+def test_static_argnames_by_keyword_or_position() -> None:
+    traces: list[tuple[int, str]] = []
+
+    def f(x: Any, n: int, scale: Any = 1.0, mode: str = "scale") -> Any:
+        traces.append((n, mode))
+        return x * n * scale if mode == "scale" else x - n
+
+    jitted = lanes.jit(f, static_argnames=("n", "mode"))
+    x = np.arange(3.0, dtype=np.float32)
+    lx = lanes.asarray(x)
+    assert_equal(jitted(lx, 2), x * 2)
+    assert_equal(jitted(lx, 2), x * 2)
+    assert_equal(jitted(lx, n=3), x * 3)
+    assert_equal(jitted(lx, 2, mode="shift"), x - 2)
+    assert_equal(jitted(lx, 2, scale=lanes.asarray(np.float32(10.0))), x * 20)
+    assert traces == [(2, "scale"), (3, "scale"), (2, "shift"), (2, "scale")]
+    power = lanes.jit(lambda v, k: v ** k, static_argnames="k")
+    assert_equal(power(lx, k=2), x ** 2)
+    assert_equal(power(lx, 3), x ** 3)
+
+
+def test_scan_accepts_jax_unroll() -> None:
+    xs = lanes.asarray(np.arange(4.0, dtype=np.float32))
+    carry, ys = lanes.lax.scan(lambda c, v: (c + v, c), 0.0, xs, unroll=2)
+    assert float(carry) == 6.0
+    assert_equal(ys, np.array([0.0, 0.0, 1.0, 3.0], np.float32))
