@@ -278,8 +278,10 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     return result, f_vjp
 
 
-def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
-    """``(fun(*primals), the derivative of fun at primals along tangents)`` (jax.jvp)."""
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple:
+    """``(fun(*primals), the derivative of fun at primals along tangents)`` (jax.jvp); with
+    ``has_aux=True`` fun returns ``(value, aux)`` and aux comes third, undifferentiated."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise LanesError("jvp: primals and tangents must be tuples or lists of arguments")
     leaves, treedef = tree_flatten(tuple(primals))
@@ -288,15 +290,22 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple
         raise LanesError(
             f"jvp: the tangents' structure {t_def} differs from the primals' {treedef}"
         )
-    outputs = _Outputs()
+    outputs, aux_out = _Outputs(), _Outputs()
 
     def flat(leaf_list: list[Array]) -> list[Array]:
         with tracing("jvp"):
             out = fun(*tree_unflatten(treedef, leaf_list))
-        return outputs.flatten(out, "jvp")
+        if not has_aux:
+            return outputs.flatten(out, "jvp")
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise LanesError("jvp: with has_aux=True the function must return (value, aux)")
+        return outputs.flatten(out[0], "jvp") + aux_out.flatten(out[1], "jvp aux")
 
     outs, dirs = _lanes.jvp(flat, _arrays(leaves, "jvp primal"), _arrays(t_leaves, "jvp tangent"))
-    return outputs.rebuild(outs), outputs.rebuild(dirs)
+    assert outputs.tree is not None
+    n = outputs.tree.num_leaves  # the aux leaves' tangents, if any, are dropped
+    result = outputs.rebuild(outs[:n]), outputs.rebuild(dirs[:n])
+    return result + (aux_out.rebuild(outs[n:]),) if has_aux else result
 
 
 # ---- Jacobians --------------------------------------------------------------------------------
@@ -341,7 +350,7 @@ def _blocks(stacked: Sequence[Array], row_leaves: Sequence[Array],
 
 
 def _jacobian(fun: Callable, argnums: int | Sequence[int], reverse: bool,
-              chunk_size: int | None, name: str) -> Callable:
+              chunk_size: int | None, name: str, has_aux: bool = False) -> Callable:
     @functools.wraps(fun)
     def jac(*args: Any) -> Any:
         nums = _argnums_tuple(argnums, len(args), name)
@@ -356,8 +365,11 @@ def _jacobian(fun: Callable, argnums: int | Sequence[int], reverse: bool,
             return fun(*_substitute(args, nums, values))
 
         n_in = sum(leaf.size for leaf in in_leaves)
+        aux = None
         if reverse:
-            out, pullback = vjp(partial, *tree_unflatten(in_def, in_leaves))
+            found = vjp(partial, *tree_unflatten(in_def, in_leaves), has_aux=has_aux)
+            out, pullback = found[0], found[1]
+            aux = found[2] if has_aux else None
             out_leaves, out_def = tree_flatten(out)
             n_out = sum(leaf.size for leaf in out_leaves)
             basis = tree_unflatten(out_def, _basis_rows(out_leaves, n_out))
@@ -366,12 +378,13 @@ def _jacobian(fun: Callable, argnums: int | Sequence[int], reverse: bool,
             blocks = _blocks(stacked, out_leaves, in_leaves, rows_first=True)
         else:
             primals = tree_unflatten(in_def, in_leaves)
-            out_probe, _ = jvp(partial, primals, primals)
+            probe = jvp(partial, primals, primals, has_aux=has_aux)
+            out_probe, aux = probe[0], (probe[2] if has_aux else None)
             out_leaves, out_def = tree_flatten(out_probe)
             basis = tree_unflatten(in_def, _basis_rows(in_leaves, n_in))
 
             def column(tangents: Any) -> Any:
-                return jvp(partial, primals, tangents)[1]
+                return jvp(partial, primals, tangents, has_aux=has_aux)[1]
 
             cols = vmap(column, chunk_size=chunk_size)(basis)  # per output: (n_in, *out)
             stacked, _ = tree_flatten(cols)
@@ -384,30 +397,34 @@ def _jacobian(fun: Callable, argnums: int | Sequence[int], reverse: bool,
         for o in range(len(out_leaves)):
             per_in = tree_unflatten(in_def, [blocks[i][o] for i in range(len(in_leaves))])
             per_out.append(per_in[0] if isinstance(argnums, int) else tuple(per_in))
-        return tree_unflatten(out_def, per_out)
+        jacobian = tree_unflatten(out_def, per_out)
+        return (jacobian, aux) if has_aux else jacobian
 
     return jac
 
 
-def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, *,
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
            chunk_size: int | None = None) -> Callable:
     """The Jacobian of ``fun`` by reverse mode (jax.jacrev): one vmap of the vjp over the rows
     of the identity. Each output leaf holds one block per input leaf, shaped
-    ``out.shape + in.shape``; ``chunk_size`` bounds the rows run at once."""
-    return _jacobian(fun, argnums, True, chunk_size, "jacrev")
+    ``out.shape + in.shape``; ``chunk_size`` bounds the rows run at once. With
+    ``has_aux=True`` fun returns ``(value, aux)`` and the result is ``(jacobian, aux)``."""
+    return _jacobian(fun, argnums, True, chunk_size, "jacrev", has_aux)
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, *,
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
            chunk_size: int | None = None) -> Callable:
     """The Jacobian of ``fun`` by forward mode (jax.jacfwd): one vmap of the jvp over the
-    columns of the identity."""
-    return _jacobian(fun, argnums, False, chunk_size, "jacfwd")
+    columns of the identity; ``has_aux`` as in jacrev."""
+    return _jacobian(fun, argnums, False, chunk_size, "jacfwd", has_aux)
 
 
-def hessian(fun: Callable, argnums: int | Sequence[int] = 0, *,
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, *,
             chunk_size: int | None = None) -> Callable:
-    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (jax.hessian)."""
-    return jacfwd(jacrev(fun, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
+    """The Hessian of a scalar ``fun``: ``jacfwd(jacrev(fun))`` (jax.hessian); ``has_aux`` as
+    in jacrev."""
+    return jacfwd(jacrev(fun, argnums, has_aux, chunk_size=chunk_size), argnums, has_aux,
+                  chunk_size=chunk_size)
 
 
 def hvp(fun: Callable) -> Callable:

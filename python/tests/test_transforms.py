@@ -596,3 +596,24 @@ def test_keyword_arguments_reach_the_function() -> None:
     assert float(jitted(lx)) == float((x ** 2).sum())
     with_static = lanes.jit(lambda a, n, scale=1.0: a * n * scale, static_argnums=1)
     assert_equal(with_static(lx, 3, scale=lanes.asarray(np.float32(2.0))), x * 6)
+
+
+def test_has_aux_in_jvp_and_jacobians() -> None:
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    lx = lanes.asarray(x)
+
+    def f(v: Any) -> Any:
+        return lnp.sin(v) * 2, {"total": v.sum()}
+
+    value, tangent, aux = lanes.jvp(f, (lx,), (lanes.asarray(np.ones(3, np.float32)),),
+                                    has_aux=True)
+    assert_close(value, np.sin(x) * 2)
+    assert_close(tangent, np.cos(x) * 2)
+    assert float(aux["total"]) == 6.0
+    for jacobian in (lanes.jacrev, lanes.jacfwd):
+        jac, aux = jacobian(f, has_aux=True)(lx)
+        assert_close(jac, np.diag(np.cos(x) * 2))
+        assert float(aux["total"]) == 6.0
+    hess, aux = lanes.hessian(lambda v: ((v ** 3).sum(), v * 2), has_aux=True)(lx)
+    assert_close(hess, np.diag(6 * x))
+    assert_equal(aux, x * 2)
