@@ -50,7 +50,6 @@ cos = _lanes.cos
 sign = _lanes.sign
 floor = _lanes.floor
 ceil = _lanes.ceil
-round = _lanes.round
 square = _lanes.square
 logical_not = _lanes.logical_not
 add = _lanes.add
@@ -132,7 +131,22 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Array:
     return _lanes.where(condition, x, y)
 
 
-def clip(a: Any, a_min: Any = None, a_max: Any = None) -> Array:
+def round(a: Any, decimals: int = 0) -> Array:
+    """Half to even, as numpy; with ``decimals``, of ``a * 10**decimals`` scaled back."""
+    if decimals == 0:
+        return _lanes.round(a)
+    scale = 10.0 ** decimals
+    return _lanes.round(asarray(a) * scale) / scale
+
+
+around = round
+
+
+def clip(a: Any, a_min: Any = None, a_max: Any = None, *, min: Any = None,
+         max: Any = None) -> Array:
+    """``a`` limited to [a_min, a_max]; ``min`` / ``max`` are numpy 2.1's and jax's names."""
+    a_min = min if a_min is None else a_min
+    a_max = max if a_max is None else a_max
     a = asarray(a)
     if a_min is not None:
         a = _lanes.maximum(a, a_min)
@@ -299,7 +313,9 @@ def broadcast_to(a: Any, shape: Any) -> Array:
     return _lanes.broadcast_to(a, shape)
 
 
-def concatenate(arrays: Sequence[Any], axis: int = 0) -> Array:
+def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Array:
+    if axis is None:  # numpy: the arrays flattened first
+        return _lanes.concatenate([ravel(a) for a in arrays], 0)
     return _lanes.concatenate(list(arrays), axis)
 
 
@@ -395,11 +411,18 @@ def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True,
     return _lanes.cast(out, float32 if dtype is None else dtype)
 
 
-def eye(N: int, dtype: Any = None) -> Array:
-    return _lanes.eye(N, dtype)
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:
+    """Ones on diagonal ``k`` of an (N, M) matrix."""
+    if M is None and k == 0:
+        return _lanes.eye(N, dtype)
+    cols = N if M is None else M
+    i = _lanes.iota((N, cols), 0, int32)
+    j = _lanes.iota((N, cols), 1, int32)
+    return _lanes.cast(_lanes.equal(j - i, k), float32 if dtype is None else dtype)
 
 
-identity = eye
+def identity(n: int, dtype: Any = None) -> Array:
+    return _lanes.eye(n, dtype)
 
 
 def _document_from_numpy() -> None:

@@ -753,3 +753,15 @@ def test_composed_functions_batch_and_differentiate() -> None:
     assert_close(lanes.grad(lambda a: lnp.linalg.norm(a))(x), _x / np.linalg.norm(_x))
     assert_equal(lanes.vmap(lambda r: lnp.roll(r, 1))(x), np.roll(_x, 1, axis=1))
     assert_close(lanes.vmap(lnp.median)(x), np.median(_x, axis=1))
+
+
+def test_numpy_keywords_of_round_clip_concatenate_and_eye() -> None:
+    x = np.array([[1.234, -2.567], [3.5, 4.45]], np.float32)
+    lx = lanes.asarray(x)
+    assert_close(lnp.round(lx, 1), np.round(x, 1))
+    assert_equal(lnp.round(lx), np.round(x))
+    assert_equal(lnp.clip(lx, min=0, max=2), np.clip(x, 0, 2))
+    assert_equal(lnp.concatenate([lx, lx], axis=None), np.concatenate([x, x], axis=None))
+    assert_equal(lnp.eye(3, 4, k=1), np.eye(3, 4, k=1, dtype=np.float32))
+    assert_equal(lnp.eye(3, k=-1, dtype=np.int32), np.eye(3, k=-1, dtype=np.int32))
+    assert_equal(lnp.identity(3), np.identity(3, dtype=np.float32))
