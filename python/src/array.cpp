@@ -281,47 +281,62 @@ void bind_array(nb::module_& m) {
       .def("__pos__", [](const Tensor& t) { return t; })
       .def("__abs__", unary([](const Tensor& t) { return abs(t); }))
       .def("__invert__", unary([](const Tensor& t) { return bitwise_not(t); }))
-      .def("__add__", binary(add), nb::sig("def __add__(self, other: object, /) -> Array"))
-      .def("__radd__", binary(add, true), nb::sig("def __radd__(self, other: object, /) -> Array"))
-      .def("__sub__", binary(subtract), nb::sig("def __sub__(self, other: object, /) -> Array"))
-      .def("__rsub__", binary(subtract, true),
-           nb::sig("def __rsub__(self, other: object, /) -> Array"))
-      .def("__mul__", binary(multiply), nb::sig("def __mul__(self, other: object, /) -> Array"))
-      .def("__rmul__", binary(multiply, true),
-           nb::sig("def __rmul__(self, other: object, /) -> Array"))
-      .def("__truediv__", binary(divide),
-           nb::sig("def __truediv__(self, other: object, /) -> Array"))
-      .def("__rtruediv__", binary(divide, true),
-           nb::sig("def __rtruediv__(self, other: object, /) -> Array"))
-      .def("__floordiv__", binary(floor_divide),
-           nb::sig("def __floordiv__(self, other: object, /) -> Array"))
-      .def("__rfloordiv__", binary(floor_divide, true),
-           nb::sig("def __rfloordiv__(self, other: object, /) -> Array"))
-      .def("__mod__", binary(modulo), nb::sig("def __mod__(self, other: object, /) -> Array"))
-      .def("__rmod__", binary(modulo, true),
-           nb::sig("def __rmod__(self, other: object, /) -> Array"))
+      .def("__add__", binary(add), nb::arg("other").none(),
+           nb::sig("def __add__(self, other: object | None, /) -> Array"))
+      .def("__radd__", binary(add, true), nb::arg("other").none(),
+           nb::sig("def __radd__(self, other: object | None, /) -> Array"))
+      .def("__sub__", binary(subtract), nb::arg("other").none(),
+           nb::sig("def __sub__(self, other: object | None, /) -> Array"))
+      .def("__rsub__", binary(subtract, true), nb::arg("other").none(),
+           nb::sig("def __rsub__(self, other: object | None, /) -> Array"))
+      .def("__mul__", binary(multiply), nb::arg("other").none(),
+           nb::sig("def __mul__(self, other: object | None, /) -> Array"))
+      .def("__rmul__", binary(multiply, true), nb::arg("other").none(),
+           nb::sig("def __rmul__(self, other: object | None, /) -> Array"))
+      .def("__truediv__", binary(divide), nb::arg("other").none(),
+           nb::sig("def __truediv__(self, other: object | None, /) -> Array"))
+      .def("__rtruediv__", binary(divide, true), nb::arg("other").none(),
+           nb::sig("def __rtruediv__(self, other: object | None, /) -> Array"))
+      .def("__floordiv__", binary(floor_divide), nb::arg("other").none(),
+           nb::sig("def __floordiv__(self, other: object | None, /) -> Array"))
+      .def("__rfloordiv__", binary(floor_divide, true), nb::arg("other").none(),
+           nb::sig("def __rfloordiv__(self, other: object | None, /) -> Array"))
+      .def("__mod__", binary(modulo), nb::arg("other").none(),
+           nb::sig("def __mod__(self, other: object | None, /) -> Array"))
+      .def("__rmod__", binary(modulo, true), nb::arg("other").none(),
+           nb::sig("def __rmod__(self, other: object | None, /) -> Array"))
       .def("__pow__", binary(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&lanes::pow)),
-           nb::sig("def __pow__(self, other: object, /) -> Array"))
+           nb::arg("other").none(), nb::sig("def __pow__(self, other: object | None, /) -> Array"))
       .def("__rpow__",
            binary(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&lanes::pow), true))
-      .def("__matmul__", binary(matmul), nb::sig("def __matmul__(self, other: object, /) -> Array"))
-      .def("__rmatmul__", binary(matmul, true),
-           nb::sig("def __rmatmul__(self, other: object, /) -> Array"))
-      .def("__lt__", binary(less), nb::sig("def __lt__(self, other: object, /) -> Array"))
-      .def("__le__", binary(less_equal), nb::sig("def __le__(self, other: object, /) -> Array"))
-      .def("__gt__", binary(greater), nb::sig("def __gt__(self, other: object, /) -> Array"))
-      .def("__ge__", binary(greater_equal), nb::sig("def __ge__(self, other: object, /) -> Array"))
-      .def("__eq__", binary(equal), nb::sig("def __eq__(self, other: object, /) -> Array"))
-      .def("__ne__", binary(not_equal), nb::sig("def __ne__(self, other: object, /) -> Array"))
-      .def("__and__", binary(bitwise_and), nb::sig("def __and__(self, other: object, /) -> Array"))
-      .def("__rand__", binary(bitwise_and, true),
-           nb::sig("def __rand__(self, other: object, /) -> Array"))
-      .def("__or__", binary(bitwise_or), nb::sig("def __or__(self, other: object, /) -> Array"))
-      .def("__ror__", binary(bitwise_or, true),
-           nb::sig("def __ror__(self, other: object, /) -> Array"))
-      .def("__xor__", binary(bitwise_xor), nb::sig("def __xor__(self, other: object, /) -> Array"))
-      .def("__rxor__", binary(bitwise_xor, true),
-           nb::sig("def __rxor__(self, other: object, /) -> Array"));
+      .def("__matmul__", binary(matmul), nb::arg("other").none(),
+           nb::sig("def __matmul__(self, other: object | None, /) -> Array"))
+      .def("__rmatmul__", binary(matmul, true), nb::arg("other").none(),
+           nb::sig("def __rmatmul__(self, other: object | None, /) -> Array"))
+      .def("__lt__", binary(less), nb::arg("other").none(),
+           nb::sig("def __lt__(self, other: object | None, /) -> Array"))
+      .def("__le__", binary(less_equal), nb::arg("other").none(),
+           nb::sig("def __le__(self, other: object | None, /) -> Array"))
+      .def("__gt__", binary(greater), nb::arg("other").none(),
+           nb::sig("def __gt__(self, other: object | None, /) -> Array"))
+      .def("__ge__", binary(greater_equal), nb::arg("other").none(),
+           nb::sig("def __ge__(self, other: object | None, /) -> Array"))
+      .def("__eq__", binary(equal), nb::arg("other").none(),
+           nb::sig("def __eq__(self, other: object | None, /) -> Array"))
+      .def("__ne__", binary(not_equal), nb::arg("other").none(),
+           nb::sig("def __ne__(self, other: object | None, /) -> Array"))
+      .def("__and__", binary(bitwise_and), nb::arg("other").none(),
+           nb::sig("def __and__(self, other: object | None, /) -> Array"))
+      .def("__rand__", binary(bitwise_and, true), nb::arg("other").none(),
+           nb::sig("def __rand__(self, other: object | None, /) -> Array"))
+      .def("__or__", binary(bitwise_or), nb::arg("other").none(),
+           nb::sig("def __or__(self, other: object | None, /) -> Array"))
+      .def("__ror__", binary(bitwise_or, true), nb::arg("other").none(),
+           nb::sig("def __ror__(self, other: object | None, /) -> Array"))
+      .def("__xor__", binary(bitwise_xor), nb::arg("other").none(),
+           nb::sig("def __xor__(self, other: object | None, /) -> Array"))
+      .def("__rxor__", binary(bitwise_xor, true), nb::arg("other").none(),
+           nb::sig("def __rxor__(self, other: object | None, /) -> Array"));
   // Indexing is written in Python (lanes/_indexing.py) over the ops bound here.
   array
       .def(

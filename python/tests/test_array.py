@@ -702,3 +702,11 @@ def test_jax_array_methods_match_numpy(a: np.ndarray) -> None:
     assert_equal(lanes.vmap(lambda r: r.any())(x > 10), (a > 10).reshape(2, -1).any(axis=1))
     with pytest.raises(lanes.ConcretizationError):
         lanes.jit(lambda v: f"{v:.2f}")(x[0, 0, 0])
+
+
+def test_comparing_with_none_is_false_and_arithmetic_with_none_a_type_error() -> None:
+    x = lanes.asarray(np.array([1.0, 2.0], np.float32))
+    assert (x == None) is False  # noqa: E711 (the operator itself is under test)
+    assert (x != None) is True  # noqa: E711
+    with pytest.raises(TypeError, match="unsupported operand"):
+        x + None
