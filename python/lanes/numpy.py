@@ -370,7 +370,17 @@ def ones(shape: Any, dtype: Any = None) -> Array:
     return _lanes.full(_shape(shape), 1.0, dtype)
 
 
+def _filled(shape: tuple, fill_value: Any, dtype: Any) -> Array:
+    """An array fill value (traced too) broadcast to ``shape``, as jax's full."""
+    value = asarray(fill_value)
+    if dtype is not None and value.dtype != _np.dtype(dtype):
+        value = _lanes.cast(value, dtype)
+    return _lanes.broadcast_to(value, shape)
+
+
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Array:
+    if isinstance(fill_value, (Array, _np.ndarray)):
+        return _filled(_shape(shape), fill_value, dtype)
     if dtype is None and isinstance(fill_value, builtins.bool):
         dtype = bool_
     elif dtype is None and isinstance(fill_value, int):
@@ -390,6 +400,8 @@ def ones_like(a: Any, dtype: Any = None) -> Array:
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None) -> Array:
     a = asarray(a)
+    if isinstance(fill_value, (Array, _np.ndarray)):
+        return _filled(a.shape, fill_value, a.dtype if dtype is None else dtype)
     return _lanes.full(a.shape, float(fill_value), a.dtype if dtype is None else dtype)
 
 

@@ -56,7 +56,13 @@ def fold_in(key: Any, data: Any) -> Array:
 
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32, minval: float = 0.0,
             maxval: float = 1.0) -> Array:
-    """Uniform in [minval, maxval)."""
+    """Uniform in [minval, maxval); the bounds may be arrays (traced too), broadcast with
+    ``shape``."""
+    if isinstance(minval, (Array, np.ndarray)) or isinstance(maxval, (Array, np.ndarray)):
+        lo, hi = _lanes.asarray(minval, dtype), _lanes.asarray(maxval, dtype)
+        unit = _r.uniform(key, _shape(shape), dtype, 0.0, 1.0)
+        # As jax: scaled, then kept >= minval (the rounding of lo + span * u can fall below).
+        return _lanes.maximum(lo, unit * (hi - lo) + lo)
     return _r.uniform(key, _shape(shape), dtype, float(minval), float(maxval))
 
 
@@ -66,7 +72,12 @@ def normal(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Arra
 
 
 def bernoulli(key: Any, p: float = 0.5, shape: Sequence[int] = ()) -> Array:
-    """Bools, true with probability p."""
+    """Bools, true with probability p; an array p (traced too) gives one probability per
+    element, its shape broadcast with ``shape``."""
+    if isinstance(p, (Array, np.ndarray)):
+        prob = _lanes.asarray(p, np.float32)
+        out_shape = tuple(np.broadcast_shapes(_shape(shape), prob.shape))
+        return _lanes.less(_r.uniform(key, out_shape, np.float32, 0.0, 1.0), prob)
     return _r.bernoulli(key, float(p), _shape(shape))
 
 

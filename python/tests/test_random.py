@@ -654,3 +654,24 @@ def test_dropout_gradient_is_the_mask(rng: np.random.Generator) -> None:
     mask = np.asarray(nn.dropout(np.ones_like(x), 0.3, k))
     g = lanes.grad(lambda v: lnp.sum(nn.dropout(v, 0.3, k)))(x)
     assert_close(g, mask)
+
+
+def test_array_parameters_of_full_uniform_and_bernoulli_may_be_traced() -> None:
+    key = lanes.random.key(0)
+    scales = lanes.asarray(np.array([1.0, 2.0], np.float32))
+    assert_equal(lanes.vmap(lambda s: lanes.numpy.full((2,), s))(scales),
+                 np.array([[1.0, 1.0], [2.0, 2.0]], np.float32))
+    ints = lanes.vmap(lambda s: lanes.numpy.full_like(np.zeros(3, np.int32), s))(scales)
+    assert ints.dtype == np.int32
+    assert_equal(ints, np.array([[1, 1, 1], [2, 2, 2]], np.int32))
+    lows = lanes.asarray(np.array([0.0, 10.0], np.float32))
+    draws = lanes.vmap(lambda lo: lanes.random.uniform(key, (2000,), minval=lo, maxval=lo + 1))(lows)
+    d = np.asarray(draws)
+    assert (d[0] >= 0).all() and (d[0] < 1).all() and (d[1] >= 10).all() and (d[1] < 11).all()
+    assert abs(d[0].mean() - 0.5) < 0.03
+    p = lanes.asarray(np.array([0.2, 0.8], np.float32))
+    freq = np.asarray(lanes.random.bernoulli(key, p, (8000, 2))).mean(axis=0)
+    assert abs(freq[0] - 0.2) < 0.02 and abs(freq[1] - 0.8) < 0.02
+    certain = lanes.vmap(lambda q: lanes.random.bernoulli(key, q, (3,)))(
+        lanes.asarray(np.array([0.0, 1.0], np.float32)))
+    assert_equal(certain, np.array([[False] * 3, [True] * 3]))
