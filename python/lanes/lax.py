@@ -20,6 +20,7 @@ __all__ = [
     "all_gather",
     "axis_index",
     "cond",
+    "conv",
     "dynamic_slice",
     "dynamic_update_slice",
     "fori_loop",
@@ -198,6 +199,14 @@ def pmin(x: Any, axis_name: Any) -> Any:
 def all_gather(x: Any, axis_name: str, *, axis: int = 0) -> Any:
     """Every example's x (an array or a pytree), stacked along ``axis``."""
     return tree_map(lambda leaf: _lanes.all_gather(leaf, axis_name, axis), x)
+
+
+def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any) -> Array:
+    """jax.lax.conv: NCHW ``lhs``, OIHW ``rhs``; ``padding`` 'SAME', 'VALID' or (low, high)
+    pairs (lanes.nn.conv2d)."""
+    from .nn import conv2d  # nn imports nothing of lax; imported here to keep lax light
+
+    return conv2d(lhs, rhs, stride=window_strides, padding=padding)
 
 
 def axis_index(axis_name: str) -> Array:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from . import _lanes
-from ._lanes import Array
+from ._lanes import Array, LanesError
 
 __all__ = [
+    "conv",
     "conv2d",
     "dropout",
     "log_softmax",
@@ -48,10 +49,56 @@ def one_hot(x: Any, num_classes: int, dtype: Any = None) -> Array:
     return _lanes.one_hot(x, num_classes, dtype)
 
 
-def conv2d(x: Any, weight: Any, stride: Sequence[int] = (1, 1), padding: Sequence[int] = (0, 0),
-           dilation: Sequence[int] = (1, 1), groups: int = 1) -> Array:
-    """2-d cross-correlation, NCHW input (or one CHW example), OIHW weight (PyTorch's layout)."""
-    return _lanes.conv2d(x, weight, list(stride), list(padding), list(dilation), groups)
+def _pair(value: Any, name: str) -> list[int]:
+    pair = [value, value] if isinstance(value, int) else [int(v) for v in value]
+    if len(pair) != 2:
+        raise LanesError(f"conv2d: {name} takes an int or two ints, got {value!r}")
+    return pair
+
+
+def _padding(padding: Any, x: Array, weight: Array, stride: list[int],
+             dilation: list[int]) -> list[tuple[int, int]]:
+    """(low, high) padding of the two spatial dims: an int, two ints, two (low, high) pairs,
+    'VALID' or 'SAME' (XLA's: the output has ceil(size / stride) positions, the odd pixel of
+    padding after)."""
+    if isinstance(padding, str):
+        if padding.upper() == "VALID":
+            return [(0, 0), (0, 0)]
+        if padding.upper() != "SAME":
+            raise LanesError(f"conv2d: padding must be 'SAME', 'VALID' or sizes, got {padding!r}")
+        pads = []
+        for d in range(2):
+            size, k = x.shape[x.ndim - 2 + d], weight.shape[2 + d]
+            out = -(-size // stride[d])
+            total = max((out - 1) * stride[d] + (k - 1) * dilation[d] + 1 - size, 0)
+            pads.append((total // 2, total - total // 2))
+        return pads
+    if isinstance(padding, int):
+        return [(padding, padding)] * 2
+    parts = list(padding)
+    if len(parts) == 2 and all(isinstance(p, int) for p in parts):
+        return [(parts[0], parts[0]), (parts[1], parts[1])]
+    if len(parts) == 2 and all(len(p) == 2 for p in parts):
+        return [(int(p[0]), int(p[1])) for p in parts]
+    raise LanesError(f"conv2d: cannot read padding {padding!r}")
+
+
+def conv2d(x: Any, weight: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
+           groups: int = 1) -> Array:
+    """2-d cross-correlation, NCHW input (or one CHW example), OIHW weight (PyTorch's and
+    jax.lax.conv's layout). ``stride`` / ``dilation``: an int or two; ``padding``: an int, two,
+    two (low, high) pairs, 'VALID' or 'SAME'."""
+    x, weight = _lanes.asarray(x, None), _lanes.asarray(weight, None)
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    pads = _padding(padding, x, weight, stride, dilation)
+    if any(lo != hi for lo, hi in pads):  # the kernel pads both sides alike: pad first
+        x = _lanes.pad(x, [0] * (x.ndim - 2) + [lo for lo, _ in pads],
+                       [0] * (x.ndim - 2) + [hi for _, hi in pads], 0.0)
+        pads = [(0, 0), (0, 0)]
+    return _lanes.conv2d(x, weight, stride, [lo for lo, _ in pads], dilation, groups)
+
+
+conv = conv2d
 
 
 def dropout(x: Any, rate: float, key: Any, training: bool = True) -> Array:

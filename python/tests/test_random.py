@@ -675,3 +675,39 @@ def test_array_parameters_of_full_uniform_and_bernoulli_may_be_traced() -> None:
     certain = lanes.vmap(lambda q: lanes.random.bernoulli(key, q, (3,)))(
         lanes.asarray(np.array([0.0, 1.0], np.float32)))
     assert_equal(certain, np.array([[False] * 3, [True] * 3]))
+
+
+def _conv_reference(x: np.ndarray, w: np.ndarray, stride: tuple[int, int],
+                    pads: list[tuple[int, int]]) -> np.ndarray:
+    """Cross-correlation in float64, one output position at a time."""
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), pads[0], pads[1]])
+    kh, kw = w.shape[2:]
+    oh = (xp.shape[2] - kh) // stride[0] + 1
+    ow = (xp.shape[3] - kw) // stride[1] + 1
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * stride[0]:i * stride[0] + kh, j * stride[1]:j * stride[1] + kw]
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
+    return out
+
+
+@pytest.mark.parametrize("stride,padding,pads", [
+    (1, "VALID", [(0, 0), (0, 0)]),
+    (2, "SAME", [(1, 1), (0, 0)]),  # XLA's SAME: 5 = ceil(9 / 2) rows of a 3-row kernel
+    (1, "SAME", [(1, 1), (0, 1)]),
+    ((2, 1), ((1, 2), (0, 1)), [(1, 2), (0, 1)]),
+    (1, 1, [(1, 1), (1, 1)]),
+], ids=repr)
+def test_conv_strides_and_paddings_as_jax(stride: Any, padding: Any,
+                                          pads: list[tuple[int, int]]) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(2, 3, 9, 8)).astype(np.float32)
+    w = rng.normal(size=(4, 3, 3, 2)).astype(np.float32)
+    s = (stride, stride) if isinstance(stride, int) else stride
+    want = _conv_reference(x, w, s, pads)
+    got = nn.conv(lanes.asarray(x), lanes.asarray(w), stride=stride, padding=padding)
+    assert_close(got, want.astype(np.float32), rtol=1e-4, atol=1e-4)
+    if isinstance(padding, str):
+        assert_close(lanes.lax.conv(lanes.asarray(x), lanes.asarray(w), s, padding),
+                     want.astype(np.float32), rtol=1e-4, atol=1e-4)
