@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import _lanes
-from ._lanes import Array
+from ._lanes import Array, LanesError
 
 Generator = _lanes.random.Generator
 
@@ -19,6 +19,8 @@ __all__ = [
     "Generator",
     "bernoulli",
     "categorical",
+    "choice",
+    "exponential",
     "fold_in",
     "key",
     "normal",
@@ -44,9 +46,14 @@ def key(seed: int) -> Array:
 PRNGKey = key
 
 
-def split(key: Any, num: int = 2) -> Array:
-    """``num`` independent keys from ``key``, stacked: ``k1, k2 = random.split(key)``."""
-    return _r.split(key, num)
+def split(key: Any, num: int | Sequence[int] = 2) -> Array:
+    """``num`` independent keys from ``key``, stacked: ``k1, k2 = random.split(key)``; a shape
+    for ``num`` gives keys of that shape."""
+    if isinstance(num, (int, np.integer)):
+        return _r.split(key, int(num))
+    shape = _shape(num)
+    keys = _r.split(key, int(np.prod(shape)))
+    return _lanes.reshape(keys, shape + tuple(keys.shape[1:]))
 
 
 def fold_in(key: Any, data: Any) -> Array:
@@ -87,9 +94,51 @@ def randint(key: Any, shape: Sequence[int], minval: int, maxval: int,
     return _r.randint(key, _shape(shape), int(minval), int(maxval), dtype)
 
 
-def categorical(key: Any, logits: Any, axis: int = -1) -> Array:
-    """Samples of the categorical distribution of unnormalized log-probabilities ``logits``."""
-    return _r.categorical(key, logits, axis)
+def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None = None) -> Array:
+    """Samples of the categorical distribution of unnormalized log-probabilities ``logits``;
+    ``shape`` (as jax's) draws that many, the logits' other dims broadcast to its trailing ones."""
+    if shape is None:
+        return _r.categorical(key, logits, axis)
+    scores = _lanes.asarray(logits, None)
+    scores = _lanes.moveaxis(scores, axis % scores.ndim, scores.ndim - 1)
+    n = scores.shape[-1]
+    scores = _lanes.broadcast_to(scores, _shape(shape) + (n,))
+    # Gumbel-max: the argmax of logits + Gumbel noise is a draw from softmax(logits).
+    tiny = float(np.finfo(np.float32).tiny)
+    u = _r.uniform(key, _shape(shape) + (n,), scores.dtype, tiny, 1.0)
+    gumbel = -_lanes.log(-_lanes.log(u))
+    return _lanes.argmax(scores + gumbel, len(_shape(shape)), False)
+
+
+def exponential(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Array:
+    """Exponential with rate 1: -log(1 - u) for u uniform in [0, 1)."""
+    return -_lanes.log1p(-_r.uniform(key, _shape(shape), dtype, 0.0, 1.0))
+
+
+def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None,
+           axis: int = 0) -> Array:
+    """Draws from range(a) for an int, else from a's entries along ``axis`` (jax's choice):
+    uniformly or with probabilities ``p``, with or without replacement."""
+    population = None if isinstance(a, (int, np.integer)) else _lanes.asarray(a, None)
+    n = int(a) if population is None else population.shape[axis]
+    out_shape = _shape(shape)
+    count = int(np.prod(out_shape))
+    if not replace and count > n:
+        raise LanesError(f"choice: cannot draw {count} of {n} without replacement")
+    if p is None and replace:
+        index = _r.randint(key, out_shape, 0, n, np.int32)
+    elif replace:
+        index = categorical(key, _lanes.log(_lanes.asarray(p, np.float32)), shape=out_shape)
+    elif p is None:
+        index = _lanes.reshape(
+            _lanes.slice_axis(_r.permutation(key, n), 0, 0, count, 1), out_shape)
+    else:  # Gumbel top-k: the k largest of log p + Gumbel noise, a draw without replacement
+        tiny = float(np.finfo(np.float32).tiny)
+        u = _r.uniform(key, (n,), np.float32, tiny, 1.0)
+        scores = _lanes.log(_lanes.asarray(p, np.float32)) - _lanes.log(-_lanes.log(u))
+        top = _lanes.slice_axis(_lanes.argsort(-scores, 0), 0, 0, count, 1)
+        index = _lanes.reshape(top, out_shape)
+    return index if population is None else _lanes.take(population, index, axis)
 
 
 def permutation(key: Any, x: Any) -> Array:

@@ -711,3 +711,26 @@ def test_conv_strides_and_paddings_as_jax(stride: Any, padding: Any,
     if isinstance(padding, str):
         assert_close(lanes.lax.conv(lanes.asarray(x), lanes.asarray(w), s, padding),
                      want.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_split_shapes_categorical_shape_exponential_and_choice() -> None:
+    key = random.key(3)
+    assert random.split(key, (2, 3)).shape == (2, 3) + random.split(key).shape[1:]
+    draws = np.asarray(random.categorical(key, lnp.log(lnp.asarray([0.2, 0.3, 0.5])),
+                                          shape=(20000,)))
+    assert np.abs(np.bincount(draws, minlength=3) / 20000 - [0.2, 0.3, 0.5]).max() < 0.02
+    sure = random.categorical(key, lnp.asarray([[0.0, 30.0], [30.0, 0.0]]), shape=(3, 2))
+    assert_equal(sure, np.array([[1, 0]] * 3))
+    e = np.asarray(random.exponential(key, (20000,)))
+    assert (e >= 0).all() and abs(e.mean() - 1.0) < 0.03
+    picks = np.asarray(random.choice(key, 5, (1000,)))
+    assert picks.min() >= 0 and picks.max() <= 4
+    weighted = np.asarray(random.choice(key, 3, (20000,), p=lnp.asarray([0.1, 0.1, 0.8])))
+    assert np.abs(np.bincount(weighted, minlength=3) / 20000 - [0.1, 0.1, 0.8]).max() < 0.02
+    distinct = np.asarray(random.choice(key, lnp.arange(10.0) * 10, (10,), replace=False))
+    assert sorted(distinct.tolist()) == [10.0 * i for i in range(10)]
+    top = np.asarray(random.choice(key, 4, (4,), replace=False, p=lnp.asarray([0.25] * 4)))
+    assert sorted(top.tolist()) == [0, 1, 2, 3]
+    with pytest.raises(lanes.LanesError, match="without replacement"):
+        random.choice(key, 3, (4,), replace=False)
+    assert lanes.vmap(lambda k: random.exponential(k, (2,)))(random.split(key, 3)).shape == (3, 2)
