@@ -163,7 +163,14 @@ def _prepared(a: Any, dtype: Any, where: Any, identity: float) -> Array:
     if dtype is not None:
         a = _lanes.cast(a, dtype)
     if where is not None:
-        a = _lanes.where(where, a, identity)
+        # The identity in a's own dtype (an int sum stays int): +-inf is the integers' extreme.
+        kind = a.dtype.kind
+        if kind in "iu" and _np.isinf(identity):
+            info = _np.iinfo(a.dtype)
+            identity = float(info.max if identity > 0 else info.min)
+        elif kind == "b" and _np.isinf(identity):
+            identity = 1.0 if identity > 0 else 0.0
+        a = _lanes.where(where, a, _lanes.full((), identity, a.dtype))
     return a
 
 

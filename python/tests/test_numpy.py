@@ -765,3 +765,13 @@ def test_numpy_keywords_of_round_clip_concatenate_and_eye() -> None:
     assert_equal(lnp.eye(3, 4, k=1), np.eye(3, 4, k=1, dtype=np.float32))
     assert_equal(lnp.eye(3, k=-1, dtype=np.int32), np.eye(3, k=-1, dtype=np.int32))
     assert_equal(lnp.identity(3), np.identity(3, dtype=np.float32))
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
+def test_integer_reductions_with_where_keep_the_dtype(name: str) -> None:
+    values = np.array([[1, 5, 3], [4, -2, 6]], np.int32)
+    mask = np.array([[True, False, True], [True, True, False]])
+    extra = {} if name in ("sum", "prod") else {"initial": -100 if name == "max" else 100}
+    got = getattr(lnp, name)(lanes.asarray(values), axis=1, where=lanes.asarray(mask), **extra)
+    assert got.dtype == np.int32
+    assert_equal(got, getattr(np, name)(values, axis=1, where=mask, **extra))
