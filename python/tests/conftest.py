@@ -6,6 +6,7 @@ or float64 finite differences computed here.
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any, Callable
 
@@ -130,3 +131,8 @@ def loss_lanes(w: Any, b: Any, x: Any) -> Any:
 @pytest.fixture
 def params64(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v.astype(np.float64) for k, v in params.items()}
+
+
+def sigma_bound(std: float, n: int, k: float = 6.0) -> float:
+    """k standard errors of a mean of n samples of standard deviation std."""
+    return k * std / math.sqrt(n)
