@@ -168,11 +168,18 @@ nb::object indexing(const char* name) { return nb::module_::import_("lanes._inde
 
 }  // namespace
 
+// Array operator `name` (a string literal): binary(op[, reflected]), a Python value on either side,
+// typed `-> Array` in the stub.
+#define LANES_OPERATOR(name, ...)                         \
+  def(name, binary(__VA_ARGS__), nb::arg("other").none(), \
+      nb::sig("def " name "(self, other: object | None, /) -> Array"))
+
 void bind_array(nb::module_& m) {
   nb::class_<Tensor> array(m, "Array",
                            "An n-dimensional array of lanes (jax.Array): numpy's array protocol, "
                            "jax's operators and weak typing of Python scalars.",
                            nb::type_slots(buffer_slots));
+  const auto power = static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&lanes::pow);
   array.def_prop_ro("shape", &shape_tuple, "The dimensions, a tuple of ints.")
       .def_prop_ro(
           "dtype", [](const Tensor& t) { return numpy_dtype(t.dtype()); },
@@ -281,62 +288,34 @@ void bind_array(nb::module_& m) {
       .def("__pos__", [](const Tensor& t) { return t; })
       .def("__abs__", unary([](const Tensor& t) { return abs(t); }))
       .def("__invert__", unary([](const Tensor& t) { return bitwise_not(t); }))
-      .def("__add__", binary(add), nb::arg("other").none(),
-           nb::sig("def __add__(self, other: object | None, /) -> Array"))
-      .def("__radd__", binary(add, true), nb::arg("other").none(),
-           nb::sig("def __radd__(self, other: object | None, /) -> Array"))
-      .def("__sub__", binary(subtract), nb::arg("other").none(),
-           nb::sig("def __sub__(self, other: object | None, /) -> Array"))
-      .def("__rsub__", binary(subtract, true), nb::arg("other").none(),
-           nb::sig("def __rsub__(self, other: object | None, /) -> Array"))
-      .def("__mul__", binary(multiply), nb::arg("other").none(),
-           nb::sig("def __mul__(self, other: object | None, /) -> Array"))
-      .def("__rmul__", binary(multiply, true), nb::arg("other").none(),
-           nb::sig("def __rmul__(self, other: object | None, /) -> Array"))
-      .def("__truediv__", binary(divide), nb::arg("other").none(),
-           nb::sig("def __truediv__(self, other: object | None, /) -> Array"))
-      .def("__rtruediv__", binary(divide, true), nb::arg("other").none(),
-           nb::sig("def __rtruediv__(self, other: object | None, /) -> Array"))
-      .def("__floordiv__", binary(floor_divide), nb::arg("other").none(),
-           nb::sig("def __floordiv__(self, other: object | None, /) -> Array"))
-      .def("__rfloordiv__", binary(floor_divide, true), nb::arg("other").none(),
-           nb::sig("def __rfloordiv__(self, other: object | None, /) -> Array"))
-      .def("__mod__", binary(modulo), nb::arg("other").none(),
-           nb::sig("def __mod__(self, other: object | None, /) -> Array"))
-      .def("__rmod__", binary(modulo, true), nb::arg("other").none(),
-           nb::sig("def __rmod__(self, other: object | None, /) -> Array"))
-      .def("__pow__", binary(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&lanes::pow)),
-           nb::arg("other").none(), nb::sig("def __pow__(self, other: object | None, /) -> Array"))
-      .def("__rpow__",
-           binary(static_cast<Tensor (*)(const Tensor&, const Tensor&)>(&lanes::pow), true))
-      .def("__matmul__", binary(matmul), nb::arg("other").none(),
-           nb::sig("def __matmul__(self, other: object | None, /) -> Array"))
-      .def("__rmatmul__", binary(matmul, true), nb::arg("other").none(),
-           nb::sig("def __rmatmul__(self, other: object | None, /) -> Array"))
-      .def("__lt__", binary(less), nb::arg("other").none(),
-           nb::sig("def __lt__(self, other: object | None, /) -> Array"))
-      .def("__le__", binary(less_equal), nb::arg("other").none(),
-           nb::sig("def __le__(self, other: object | None, /) -> Array"))
-      .def("__gt__", binary(greater), nb::arg("other").none(),
-           nb::sig("def __gt__(self, other: object | None, /) -> Array"))
-      .def("__ge__", binary(greater_equal), nb::arg("other").none(),
-           nb::sig("def __ge__(self, other: object | None, /) -> Array"))
-      .def("__eq__", binary(equal), nb::arg("other").none(),
-           nb::sig("def __eq__(self, other: object | None, /) -> Array"))
-      .def("__ne__", binary(not_equal), nb::arg("other").none(),
-           nb::sig("def __ne__(self, other: object | None, /) -> Array"))
-      .def("__and__", binary(bitwise_and), nb::arg("other").none(),
-           nb::sig("def __and__(self, other: object | None, /) -> Array"))
-      .def("__rand__", binary(bitwise_and, true), nb::arg("other").none(),
-           nb::sig("def __rand__(self, other: object | None, /) -> Array"))
-      .def("__or__", binary(bitwise_or), nb::arg("other").none(),
-           nb::sig("def __or__(self, other: object | None, /) -> Array"))
-      .def("__ror__", binary(bitwise_or, true), nb::arg("other").none(),
-           nb::sig("def __ror__(self, other: object | None, /) -> Array"))
-      .def("__xor__", binary(bitwise_xor), nb::arg("other").none(),
-           nb::sig("def __xor__(self, other: object | None, /) -> Array"))
-      .def("__rxor__", binary(bitwise_xor, true), nb::arg("other").none(),
-           nb::sig("def __rxor__(self, other: object | None, /) -> Array"));
+      .LANES_OPERATOR("__add__", add)
+      .LANES_OPERATOR("__radd__", add, true)
+      .LANES_OPERATOR("__sub__", subtract)
+      .LANES_OPERATOR("__rsub__", subtract, true)
+      .LANES_OPERATOR("__mul__", multiply)
+      .LANES_OPERATOR("__rmul__", multiply, true)
+      .LANES_OPERATOR("__truediv__", divide)
+      .LANES_OPERATOR("__rtruediv__", divide, true)
+      .LANES_OPERATOR("__floordiv__", floor_divide)
+      .LANES_OPERATOR("__rfloordiv__", floor_divide, true)
+      .LANES_OPERATOR("__mod__", modulo)
+      .LANES_OPERATOR("__rmod__", modulo, true)
+      .LANES_OPERATOR("__pow__", power)
+      .LANES_OPERATOR("__rpow__", power, true)
+      .LANES_OPERATOR("__matmul__", matmul)
+      .LANES_OPERATOR("__rmatmul__", matmul, true)
+      .LANES_OPERATOR("__lt__", less)
+      .LANES_OPERATOR("__le__", less_equal)
+      .LANES_OPERATOR("__gt__", greater)
+      .LANES_OPERATOR("__ge__", greater_equal)
+      .LANES_OPERATOR("__eq__", equal)
+      .LANES_OPERATOR("__ne__", not_equal)
+      .LANES_OPERATOR("__and__", bitwise_and)
+      .LANES_OPERATOR("__rand__", bitwise_and, true)
+      .LANES_OPERATOR("__or__", bitwise_or)
+      .LANES_OPERATOR("__ror__", bitwise_or, true)
+      .LANES_OPERATOR("__xor__", bitwise_xor)
+      .LANES_OPERATOR("__rxor__", bitwise_xor, true);
   // Indexing is written in Python (lanes/_indexing.py) over the ops bound here.
   array
       .def(
@@ -378,5 +357,7 @@ void bind_array(nb::module_& m) {
         nb::arg("axis").none() = nb::none(), nb::arg("dtype").none() = nb::none(),
         nb::arg("out").none() = nb::none(), nb::arg("keepdims") = false);
 }
+
+#undef LANES_OPERATOR
 
 }  // namespace lanes::python
