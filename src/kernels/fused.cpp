@@ -238,7 +238,7 @@ class Registers {
   // `rows` rows of n elements into register r's buffer, one after another: row k from
   // src + k * row_step bytes, its elements `step` apart. Everything the loop reads is a local: the
   // copies' stores may alias any memory, so a plan's fields read in the loop were reloaded after
-  // every row (half of a (100, 32, 32) select epilogue's time went to that).
+  // every row (a product with a (100, 32, 32) select epilogue: 64.7 -> 60.7 us, one thread).
   void load_rows(int32_t r, const char* src, int64_t row_step, int64_t step, int64_t rows,
                  int64_t n, size_t size) {
     char* dst = buffer(r);
