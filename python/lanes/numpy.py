@@ -483,7 +483,12 @@ def _add_array_methods() -> None:
     def round_(self: Array, ndigits: int | None = None) -> Any:
         return builtins.round(self.item(), ndigits)
 
+    def reduce_(self: Array) -> tuple:
+        # pickle and copy.deepcopy: the values through numpy (a traced array has none to save).
+        return asarray, (_np.array(self),)
+
     Array.item = item
+    Array.__reduce__ = reduce_
     Array.__format__ = format_
     Array.__round__ = round_
     Array.copy = lambda self: self  # immutable: the array itself is its copy (jax returns one)

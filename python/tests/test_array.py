@@ -521,3 +521,17 @@ def test_comparing_with_none_is_false_and_arithmetic_with_none_a_type_error() ->
     assert (x != None) is True  # noqa: E711
     with pytest.raises(TypeError, match="unsupported operand"):
         x + None
+
+
+def test_pickle_and_deepcopy_keep_values_and_dtype() -> None:
+    import copy
+    import pickle
+
+    a = np.arange(6, dtype=np.int64).reshape(2, 3)
+    x = lanes.asarray(a)
+    back = pickle.loads(pickle.dumps(x))
+    assert isinstance(back, lanes.Array) and back.dtype == np.int64
+    assert_equal(back, a)
+    assert_equal(copy.deepcopy(x[:, 1]), a[:, 1])
+    with pytest.raises(lanes.ConcretizationError):
+        lanes.jit(lambda v: pickle.dumps(v))(x)
