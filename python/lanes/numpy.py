@@ -400,6 +400,19 @@ def zeros_like(a: Any, dtype: Any = None) -> Array:
     return _lanes.full(a.shape, 0.0, a.dtype if dtype is None else dtype)
 
 
+def empty(shape: Any, dtype: Any = None) -> Array:
+    """Zeros (as jax: an immutable array has no uninitialized state to expose)."""
+    return zeros(shape, dtype)
+
+
+def empty_like(a: Any, dtype: Any = None) -> Array:
+    """Zeros shaped like ``a`` (as jax)."""
+    return zeros_like(a, dtype)
+
+
+finfo, iinfo = _np.finfo, _np.iinfo  # limits of lanes' dtypes, which are numpy's
+
+
 def ones_like(a: Any, dtype: Any = None) -> Array:
     a = asarray(a)
     return _lanes.full(a.shape, 1.0, a.dtype if dtype is None else dtype)

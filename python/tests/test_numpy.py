@@ -685,3 +685,10 @@ def test_integer_reductions_with_where_keep_the_dtype(name: str) -> None:
     got = getattr(lnp, name)(lanes.asarray(values), axis=1, where=lanes.asarray(mask), **extra)
     assert got.dtype == np.int32
     assert_equal(got, getattr(np, name)(values, axis=1, where=mask, **extra))
+
+
+def test_empty_is_zeros_and_limits_are_numpys() -> None:
+    assert_equal(lnp.empty((2, 3)), np.zeros((2, 3), np.float32))
+    assert_equal(lnp.empty_like(lanes.asarray(np.ones(4, np.int32))), np.zeros(4, np.int32))
+    assert lnp.finfo(lnp.float32).eps == np.finfo(np.float32).eps
+    assert lnp.iinfo(lnp.int32).max == np.iinfo(np.int32).max
