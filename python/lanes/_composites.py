@@ -335,6 +335,63 @@ def median(a: Any, axis: int | None = None, keepdims: bool = False) -> Array:
     return out if keepdims else _lanes.squeeze(out, axis)
 
 
+# ---- indices of true elements -------------------------------------------------------------------
+
+
+def _nonzero_flat(a: Array, size: int | None, what: str) -> tuple[Array, int]:
+    """The flat indices of a's nonzero elements, ``size`` of them (jax's static-size form: the
+    k-th entry is the index of the (k+1)-th nonzero element, or -1 past the last), and the
+    count taken. Without ``size`` a concrete array gives all of them; a traced one cannot."""
+    flat = _lanes.reshape(_lanes.cast(_lanes.not_equal(a, 0), np.int32), (a.size,))
+    if size is None:
+        if a.is_traced:
+            raise LanesError(f"{what}: the number of nonzero elements of a traced array is not "
+                             f"known while tracing; give size= (and fill_value=), as in jax")
+        size = int(_lanes.sum(flat, None, False).item())
+    if size == 0 or a.size == 0:
+        return _lanes.full((size,), -1.0, np.int64), size
+    counts = _lanes.cumsum(flat, 0, False)
+    # The (k+1)-th nonzero is where the running count first reaches k + 1.
+    wanted = _lanes.iota((size,), 0, np.int32) + 1
+    at = _lanes.cast(_lanes.searchsorted(counts, wanted, "left"), np.int64)
+    return _lanes.where(_lanes.less(at, a.size), at, _lanes.full((), -1.0, np.int64)), size
+
+
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple[Array, ...]:
+    """The indices of a's nonzero elements, one array per dim (numpy's nonzero). Under a
+    transform give ``size`` (jax's form): the first ``size`` of them, padded with
+    ``fill_value`` (default 0)."""
+    a = _arr(a)
+    if a.ndim == 0:
+        raise LanesError("nonzero: a 0-d array has no indices; use atleast_1d first")
+    flat, _ = _nonzero_flat(a, size, "nonzero")
+    missing = _lanes.less(flat, 0)
+    out = []
+    stride = int(np.prod(a.shape))
+    for dim in a.shape:
+        stride //= dim
+        coord = (flat // stride) % dim
+        fill = 0 if fill_value is None else fill_value
+        out.append(_lanes.where(missing, _lanes.full((), float(fill), np.int64), coord))
+    return tuple(out)
+
+
+def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Array:
+    """The flat indices of a's nonzero elements (``size`` / ``fill_value`` as in nonzero)."""
+    return nonzero(_lanes.reshape(_arr(a), (_arr(a).size,)), size=size,
+                   fill_value=fill_value)[0]
+
+
+def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Array:
+    """The indices of a's nonzero elements, one row each (``size`` / ``fill_value`` as in
+    nonzero)."""
+    a = _arr(a)
+    if a.ndim == 0:  # numpy: one row of no coordinates if it is nonzero, else none
+        rows = nonzero(_lanes.reshape(a, (1,)), size=size, fill_value=fill_value)[0].shape[0]
+        return _lanes.full((rows, 0), 0.0, np.int64)
+    return _lanes.stack(list(nonzero(a, size=size, fill_value=fill_value)), 1)
+
+
 # ---- linalg ------------------------------------------------------------------------------------
 
 
@@ -370,8 +427,8 @@ linalg = types.SimpleNamespace(norm=norm)
 linalg.__doc__ = "numpy.linalg's functions lanes has: norm."
 
 __all__ = [
-    "allclose", "arccos", "arcsin", "arctan", "average", "cosh", "count_nonzero", "diag",
-    "diagonal", "diff", "hstack", "hypot", "isclose", "isinf", "linalg", "log10", "log2",
-    "logaddexp", "median", "meshgrid", "repeat", "roll", "sinh", "split", "take_along_axis",
-    "tan", "tile", "trace", "tril", "triu", "trunc", "vstack",
+    "allclose", "arccos", "arcsin", "arctan", "argwhere", "average", "cosh", "count_nonzero",
+    "diag", "diagonal", "diff", "flatnonzero", "hstack", "hypot", "isclose", "isinf", "linalg",
+    "log10", "log2", "logaddexp", "median", "meshgrid", "nonzero", "repeat", "roll", "sinh",
+    "split", "take_along_axis", "tan", "tile", "trace", "tril", "triu", "trunc", "vstack",
 ]

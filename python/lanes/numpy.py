@@ -14,10 +14,11 @@ from typing import Any, Sequence
 import numpy as _np
 
 from . import _lanes, _nested
-from ._composites import (allclose, arccos, arcsin, arctan, average, cosh,  # noqa: F401
-                          count_nonzero, diag, diagonal, diff, hstack, hypot, isclose, isinf,
-                          linalg, log2, log10, logaddexp, median, meshgrid, repeat, roll, sinh,
-                          split, take_along_axis, tan, tile, trace, tril, triu, trunc, vstack)
+from ._composites import (allclose, arccos, arcsin, arctan, argwhere, average,  # noqa: F401
+                          cosh, count_nonzero, diag, diagonal, diff, flatnonzero, hstack, hypot,
+                          isclose, isinf, linalg, log2, log10, logaddexp, median, meshgrid,
+                          nonzero, repeat, roll, sinh, split, take_along_axis, tan, tile, trace,
+                          tril, triu, trunc, vstack)
 from ._lanes import Array, LanesError
 
 # dtypes are numpy's.
@@ -122,12 +123,14 @@ def isfinite(x: Any) -> Array:
     return _lanes.less(_lanes.abs(x), _np.inf) if x.dtype.kind == "f" else full_like(x, True, bool_)
 
 
-def where(condition: Any, x: Any = None, y: Any = None) -> Array:
-    """``x`` where ``condition`` holds, else ``y`` (broadcast). The one-argument form (indices
-    of the true elements) has a value-dependent shape and is not supported."""
+def where(condition: Any, x: Any = None, y: Any = None, *, size: int | None = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` holds, else ``y`` (broadcast). With neither x nor y, the indices
+    of the true elements: ``nonzero(condition, size=, fill_value=)``."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
-        raise LanesError("where(condition) without x and y is not supported (its shape depends "
-                         "on the values); use where(condition, x, y)")
+        raise LanesError("where: give both x and y, or neither (the indices of the true elements)")
     return _lanes.where(condition, x, y)
 
 

@@ -101,3 +101,24 @@ def test_composed_functions_batch_and_differentiate() -> None:
     assert_close(lanes.grad(lambda a: lnp.linalg.norm(a))(x), _x / np.linalg.norm(_x))
     assert_equal(lanes.vmap(lambda r: lnp.roll(r, 1))(x), np.roll(_x, 1, axis=1))
     assert_close(lanes.vmap(lnp.median)(x), np.median(_x, axis=1))
+
+
+def test_nonzero_argwhere_and_where_with_and_without_size() -> None:
+    a = np.array([[0, 3, 0], [5, 0, 7]], np.int32)
+    x = lanes.asarray(a)
+    for got, want in zip(lnp.nonzero(x), np.nonzero(a)):
+        assert_equal(got, want.astype(np.int64))
+    assert_equal(lnp.argwhere(x), np.argwhere(a))
+    assert_equal(lnp.flatnonzero(x), np.flatnonzero(a))
+    for got, want in zip(lnp.where(x > 0), np.where(a > 0)):
+        assert_equal(got, want.astype(np.int64))
+    assert lnp.argwhere(lanes.asarray(3)).shape == np.argwhere(3).shape
+    assert lnp.argwhere(lanes.asarray(0)).shape == np.argwhere(0).shape
+    # jax's static-size form: the first `size`, padded with fill_value; traceable.
+    rows, cols = lanes.jit(lambda m: lnp.nonzero(m, size=4, fill_value=-1))(x)
+    assert_equal(rows, np.array([0, 1, 1, -1]))
+    assert_equal(cols, np.array([1, 0, 2, -1]))
+    firsts = lanes.vmap(lambda r: lnp.flatnonzero(r, size=2))(x)
+    assert_equal(firsts, np.array([[1, 0], [0, 2]]))
+    with pytest.raises(lanes.LanesError, match="give size="):
+        lanes.jit(lambda m: lnp.nonzero(m))(x)
