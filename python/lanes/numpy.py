@@ -272,14 +272,25 @@ def cumprod(a: Any, axis: Any = None, dtype: Any = None) -> Array:
     return _lanes.cumprod(x, ax, False)
 
 
-def sort(a: Any, axis: int = -1) -> Array:
+def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, stable: bool = True,
+         descending: bool = False) -> Array:
+    """Sorted along ``axis`` (flattened for None). lanes' sort is stable, whatever ``kind``."""
     x, ax = _flat_or(a, axis)
-    return _lanes.sort(x, ax)
+    out = _lanes.sort(x, ax)
+    return _lanes.flip(out, [ax]) if descending else out
 
 
-def argsort(a: Any, axis: int = -1) -> Array:
+def argsort(a: Any, axis: int | None = -1, *, kind: str | None = None, stable: bool = True,
+            descending: bool = False) -> Array:
+    """The indices that sort ``a`` along ``axis``; stable (equal elements keep their order,
+    also with ``descending``)."""
     x, ax = _flat_or(a, axis)
-    return _lanes.argsort(x, ax)
+    if not descending:
+        return _lanes.argsort(x, ax)
+    # Ascending over the reversed axis, reversed back: the largest first, ties in order.
+    n = x.shape[ax]
+    order = _lanes.flip(_lanes.argsort(_lanes.flip(x, [ax]), ax), [ax])
+    return (n - 1) - order
 
 
 def searchsorted(a: Any, v: Any, side: str = "left") -> Array:

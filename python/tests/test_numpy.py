@@ -692,3 +692,14 @@ def test_empty_is_zeros_and_limits_are_numpys() -> None:
     assert_equal(lnp.empty_like(lanes.asarray(np.ones(4, np.int32))), np.zeros(4, np.int32))
     assert lnp.finfo(lnp.float32).eps == np.finfo(np.float32).eps
     assert lnp.iinfo(lnp.int32).max == np.iinfo(np.int32).max
+
+
+def test_sort_and_argsort_descending_keep_ties_in_order() -> None:
+    x = np.array([[1, 2, 1, 3, 2], [0, 0, 5, 5, 1]], np.int32)
+    lx = lanes.asarray(x)
+    assert_equal(lnp.sort(lx, descending=True), -np.sort(-x))
+    # numpy's stable argsort of -x: the largest first, equal elements in their order.
+    assert_equal(lnp.argsort(lx, descending=True), np.argsort(-x, kind="stable"))
+    assert_equal(lnp.argsort(lx, axis=0, descending=True), np.argsort(-x, axis=0, kind="stable"))
+    assert_equal(lnp.sort(lx, axis=None, descending=True), -np.sort(-x, axis=None))
+    assert_equal(lnp.argsort(lx, kind="stable"), np.argsort(x, kind="stable"))
