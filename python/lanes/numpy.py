@@ -353,13 +353,50 @@ def take(a: Any, indices: Any, axis: int | None = None) -> Array:
     return _lanes.take(x, asarray(indices), ax)
 
 
-def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: float = 0) -> Array:
-    if mode != "constant":
-        raise LanesError(f"pad: mode '{mode}' is not supported (only 'constant')")
+def pad(array: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Array:
+    """numpy's pad: mode 'constant' (a number or an array value, traced too), 'edge', 'wrap',
+    'reflect' or 'symmetric'."""
     array = asarray(array)
     widths = _np.broadcast_to(_np.asarray(pad_width, dtype=_np.int64), (array.ndim, 2))
-    return _lanes.pad(array, [int(w) for w in widths[:, 0]], [int(w) for w in widths[:, 1]],
-                      float(constant_values))
+    low, high = [int(w) for w in widths[:, 0]], [int(w) for w in widths[:, 1]]
+    if mode == "constant":
+        if not isinstance(constant_values, (Array, _np.ndarray)):
+            return _lanes.pad(array, low, high, float(constant_values))
+        # An array value: the zero-padded array plus the value where the padding is.
+        inside = _lanes.pad(_lanes.full(array.shape, 1.0, bool_), low, high, 0.0)
+        value = _lanes.cast(asarray(constant_values), array.dtype)
+        return _lanes.where(inside, _lanes.pad(array, low, high, 0.0), value)
+    if mode not in ("edge", "wrap", "reflect", "symmetric"):
+        raise LanesError(f"pad: mode '{mode}' is not supported (constant, edge, wrap, reflect, "
+                         "symmetric)")
+    for axis in range(array.ndim):
+        array = _pad_axis(array, axis, low[axis], high[axis], mode)
+    return array
+
+
+def _pad_axis(x: Array, axis: int, low: int, high: int, mode: str) -> Array:
+    """x extended along one axis by its own elements (numpy's non-constant modes): output
+    position i reads x at an index that each mode's pattern gives, periodic in i, so pads wider
+    than the axis repeat it as numpy does."""
+    n = x.shape[axis]
+    if low == 0 and high == 0:
+        return x
+    if n == 0:
+        raise LanesError(f"pad: mode '{mode}' cannot extend an empty axis")
+    i = _np.arange(-low, n + high)
+    if mode == "edge":
+        index = _np.clip(i, 0, n - 1)
+    elif mode == "wrap":
+        index = i % n
+    elif mode == "symmetric":  # the edge element repeated: period 2n
+        j = i % (2 * n)
+        index = _np.where(j < n, j, 2 * n - 1 - j)
+    elif n == 1:  # reflect about a single element: itself
+        index = _np.zeros_like(i)
+    else:  # reflect (the edge element not repeated): period 2(n - 1)
+        j = i % (2 * (n - 1))
+        index = _np.where(j < n, j, 2 * (n - 1) - j)
+    return _lanes.take(x, _lanes.asarray(index.astype(_np.int32), None), axis)
 
 
 def einsum(subscripts: str, *operands: Any) -> Array:

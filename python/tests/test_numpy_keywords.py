@@ -49,3 +49,22 @@ def test_sort_and_argsort_descending_keep_ties_in_order() -> None:
     assert_equal(lnp.argsort(lx, axis=0, descending=True), np.argsort(-x, axis=0, kind="stable"))
     assert_equal(lnp.sort(lx, axis=None, descending=True), -np.sort(-x, axis=None))
     assert_equal(lnp.argsort(lx, kind="stable"), np.argsort(x, kind="stable"))
+
+
+@pytest.mark.parametrize("mode", ["edge", "wrap", "reflect", "symmetric"])
+def test_pad_modes_match_numpy_also_wider_than_the_axis(mode: str) -> None:
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for widths in (1, ((1, 2), (0, 3)), ((7, 5), (9, 0))):
+        assert_equal(lnp.pad(lanes.asarray(x), widths, mode), np.pad(x, widths, mode))
+    for v in (np.array([1.0, 2.0, 3.0], np.float32), np.array([4.0], np.float32)):
+        assert_equal(lnp.pad(lanes.asarray(v), (5, 4), mode), np.pad(v, (5, 4), mode))
+
+
+def test_pad_with_a_traced_constant_and_its_gradient() -> None:
+    got = lanes.vmap(lambda c: lnp.pad(lnp.ones(2), 1, constant_values=c))(
+        lanes.asarray(np.array([5.0, 7.0], np.float32)))
+    assert_equal(got, np.array([[5, 1, 1, 5], [7, 1, 1, 7]], np.float32))
+    # Each element counted as often as the reflected padding repeats it.
+    grad = lanes.grad(lambda a: lnp.pad(a, 2, "reflect").sum())(
+        lanes.asarray(np.array([1.0, 2.0, 3.0], np.float32)))
+    assert_equal(grad, np.array([2.0, 3.0, 2.0], np.float32))
