@@ -300,8 +300,24 @@ def searchsorted(a: Any, v: Any, side: str = "left") -> Array:
 # ---- shapes -----------------------------------------------------------------------------------
 
 
-def reshape(a: Any, newshape: Any) -> Array:
-    return asarray(a).reshape(newshape)
+def reshape(a: Any, newshape: Any = None, order: str = "C", *, shape: Any = None) -> Array:
+    """``a`` with a new shape (``shape=`` is numpy 2's and jax's name); ``order='F'`` reads and
+    writes the elements column-major."""
+    target = shape if shape is not None else newshape
+    if target is None:
+        raise LanesError("reshape: give the new shape")
+    a = asarray(a)
+    if order == "C":
+        return a.reshape(target)
+    if order != "F":
+        raise LanesError(f"reshape: order must be 'C' or 'F', got {order!r}")
+    dims = (target,) if isinstance(target, int) else tuple(target)
+    if -1 in dims:  # resolve it against the size first: it is reversed below
+        known = int(_np.prod([d for d in dims if d != -1]))
+        dims = tuple(a.size // known if d == -1 else d for d in dims)
+    # Column-major order is the row-major order of the reversed axes.
+    flipped = _lanes.transpose(a, list(range(a.ndim))[::-1]).reshape(dims[::-1])
+    return _lanes.transpose(flipped, list(range(len(dims)))[::-1])
 
 
 def ravel(a: Any) -> Array:
@@ -313,7 +329,25 @@ def transpose(a: Any, axes: Sequence[int] | None = None) -> Array:
     return _lanes.transpose(a, None if axes is None else list(axes))
 
 
-moveaxis = _lanes.moveaxis
+def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
+    """Axes ``source`` moved to ``destination`` (ints or sequences of ints), the others in
+    order."""
+    a = asarray(a)
+    if isinstance(source, int) and isinstance(destination, int):
+        return _lanes.moveaxis(a, source, destination)
+    src = [s % a.ndim for s in ([source] if isinstance(source, int) else source)]
+    dst = [d % a.ndim for d in ([destination] if isinstance(destination, int) else destination)]
+    if len(src) != len(dst):
+        raise LanesError(f"moveaxis: {len(src)} source axes but {len(dst)} destinations")
+    rest = [d for d in range(a.ndim) if d not in src]
+    order = [0] * a.ndim
+    for s, d in sorted(zip(src, dst), key=lambda p: p[1]):
+        order[d] = s
+    free = iter(rest)
+    perm = [order[i] if i in dst else next(free) for i in range(a.ndim)]
+    return _lanes.transpose(a, perm)
+
+
 swapaxes = _lanes.swapaxes
 
 
@@ -486,12 +520,13 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Ar
 
 
 def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True,
-             dtype: Any = None) -> Array:
+             retstep: bool = False, dtype: Any = None) -> Any:
+    """``num`` evenly spaced values from start to stop; ``retstep`` also returns the step."""
     div = (num - 1) if endpoint else num
     step = (stop - start) / div if div > 0 else 0.0
     steps = _lanes.cast(_lanes.iota((num,), 0, int32), float64)
-    out = steps * step + start
-    return _lanes.cast(out, float32 if dtype is None else dtype)
+    out = _lanes.cast(steps * step + start, float32 if dtype is None else dtype)
+    return (out, step) if retstep else out
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Array:

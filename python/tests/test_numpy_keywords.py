@@ -68,3 +68,16 @@ def test_pad_with_a_traced_constant_and_its_gradient() -> None:
     grad = lanes.grad(lambda a: lnp.pad(a, 2, "reflect").sum())(
         lanes.asarray(np.array([1.0, 2.0, 3.0], np.float32)))
     assert_equal(grad, np.array([2.0, 3.0, 2.0], np.float32))
+
+
+def test_moveaxis_of_several_reshape_in_fortran_order_and_linspace_step() -> None:
+    x = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    lx = lanes.asarray(x)
+    for src, dst in (([0, 1], [-1, -2]), ([0], [2]), ((2, 0), (0, 1)), (1, 0)):
+        assert_equal(lnp.moveaxis(lx, src, dst), np.moveaxis(x, src, dst))
+    for shape in ((4, 6), (6, -1), (24,), (2, 2, 6)):
+        assert_equal(lnp.reshape(lx, shape, order="F"), np.reshape(x, shape, order="F"))
+        assert_equal(lnp.reshape(lx, shape=shape), np.reshape(x, shape))
+    values, step = lnp.linspace(0, 1, 5, retstep=True)
+    assert step == 0.25
+    assert_close(values, np.linspace(0, 1, 5).astype(np.float32))
