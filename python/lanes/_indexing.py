@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _lanes
 from ._lanes import Array, LanesError
+from ._tracing import ConcretizationError
 
 
 def _is_int(k: Any) -> bool:
@@ -52,6 +53,13 @@ def _expand(key: Any, ndim: int) -> list[Any]:
 
 
 def _slice(x: Array, axis: int, s: slice) -> Array:
+    bounds = (s.start, s.stop, s.step)
+    if any(isinstance(b, Array) and b.is_traced for b in bounds):
+        # A slice's length must be known while tracing; its start may vary (jax's rule too).
+        raise ConcretizationError(
+            f"a slice with a traced bound ({s.start!r}:{s.stop!r}:{s.step!r}) has a length "
+            "that is not known while tracing; for a window of fixed size at a traced start use "
+            "lanes.lax.dynamic_slice(x, starts, sizes) (and dynamic_update_slice to write one)")
     dim = x.shape[axis]
     start, stop, step = s.indices(dim)
     r = range(start, stop, step)

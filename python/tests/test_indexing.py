@@ -207,3 +207,12 @@ def test_several_traced_integer_scalars_in_one_subscript(a: np.ndarray) -> None:
 
 def test_at_get(a: np.ndarray) -> None:
     assert_equal(lanes.asarray(a).at[1, ::-1].get(), a[1, ::-1])
+
+
+def test_slice_with_a_traced_bound_points_to_dynamic_slice() -> None:
+    x = lanes.asarray(np.arange(10.0, dtype=np.float32))
+    with pytest.raises(lanes.ConcretizationError, match="lax.dynamic_slice"):
+        lanes.jit(lambda v, i: v[i:i + 2])(x, lanes.asarray(np.int32(3)))
+    # Concrete Array bounds are plain ints.
+    assert_equal(x[lanes.asarray(np.int32(2)):lanes.asarray(np.int32(5))],
+                 np.arange(2.0, 5.0, dtype=np.float32))
