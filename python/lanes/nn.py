@@ -24,19 +24,36 @@ relu = _lanes.relu
 sigmoid = _lanes.sigmoid
 
 
-def softmax(x: Any, axis: int = -1) -> Array:
-    """exp(x) / sum(exp(x)) along ``axis``, computed stably."""
-    return _lanes.softmax(x, axis)
+def softmax(x: Any, axis: Any = -1) -> Array:
+    """exp(x) / sum(exp(x)) along ``axis`` (an int or a tuple of them), computed stably."""
+    if isinstance(axis, int):
+        return _lanes.softmax(x, axis)
+    return _lanes.exp(log_softmax(x, axis))
 
 
-def log_softmax(x: Any, axis: int = -1) -> Array:
-    """x - logsumexp(x) along ``axis``."""
-    return _lanes.log_softmax(x, axis)
+def log_softmax(x: Any, axis: Any = -1) -> Array:
+    """x - logsumexp(x) along ``axis`` (an int or a tuple of them)."""
+    if isinstance(axis, int):
+        return _lanes.log_softmax(x, axis)
+    return x - _lanes.logsumexp(x, list(axis), True)
 
 
-def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Array:
-    """log(sum(exp(x))) over ``axis`` (all axes when None), computed stably."""
-    return _lanes.logsumexp(x, axis, keepdims)
+def logsumexp(x: Any, axis: Any = None, b: Any = None, keepdims: bool = False) -> Array:
+    """log(sum(b * exp(x))) over ``axis`` (all axes when None), computed stably; ``b`` scales
+    each term (jax's and scipy's; a sum with negative terms has no real log: NaN)."""
+    if b is None:
+        return _lanes.logsumexp(x, axis, keepdims)
+    x = _lanes.asarray(x, None)
+    top = _lanes.max(x, axis, True)
+    top = _lanes.where(_lanes.less(_lanes.abs(top), float("inf")), top, 0.0)  # all -inf: 0
+    total = _lanes.sum(_lanes.asarray(b, None) * _lanes.exp(x - top), axis, True)
+    out = _lanes.log(total) + top
+    if keepdims:
+        return out
+    axes = range(x.ndim) if axis is None else ([axis] if isinstance(axis, int) else axis)
+    for d in sorted((a % x.ndim for a in axes), reverse=True):
+        out = _lanes.squeeze(out, d)
+    return out
 
 
 def softmax_cross_entropy(logits: Any, labels: Any, axis: int = -1) -> Array:

@@ -106,3 +106,18 @@ def test_conv_strides_and_paddings_as_jax(stride: Any, padding: Any,
     if isinstance(padding, str):
         assert_close(lanes.lax.conv(lanes.asarray(x), lanes.asarray(w), s, padding),
                      want.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_softmax_over_several_axes_and_logsumexp_with_scales() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    scales = np.abs(rng.normal(size=(2, 3, 4))).astype(np.float32)
+    lx = lanes.asarray(x)
+    e = np.exp(x - x.max(axis=(1, 2), keepdims=True))
+    assert_close(nn.softmax(lx, axis=(1, 2)), e / e.sum(axis=(1, 2), keepdims=True))
+    assert_close(nn.log_softmax(lx, axis=(0, 2)),
+                 x - np.log(np.exp(x).sum(axis=(0, 2), keepdims=True)), atol=1e-5)
+    got = nn.logsumexp(lx, axis=1, b=lanes.asarray(scales))
+    assert_close(got, np.log((scales * np.exp(x)).sum(axis=1)), atol=1e-5)
+    assert_close(nn.logsumexp(lx, b=2.0), np.log(2 * np.exp(x).sum()), atol=1e-5)
+    assert nn.logsumexp(lx, axis=(0, 2), b=2.0, keepdims=True).shape == (1, 3, 1)
