@@ -46,11 +46,17 @@ class custom_vjp:
         def f_fwd(x, y): return f(x, y), residuals
         def f_bwd(residuals, g): return (gx, gy)   # one per argument; None means zero
         f.defvjp(f_fwd, f_bwd)
+
+    ``nondiff_argnums`` (``functools.partial(lanes.custom_vjp, nondiff_argnums=(0,))``, as in
+    jax): those arguments (functions, Python values) are not differentiated; fwd takes every
+    argument, bwd takes them first, ``bwd(*nondiff, residuals, g)``, and returns cotangents
+    for the others only.
     """
 
-    def __init__(self, fun: Callable) -> None:
+    def __init__(self, fun: Callable, nondiff_argnums: tuple[int, ...] = ()) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
+        self.nondiff = tuple(nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
         self._inside = _InsideRule()
@@ -64,29 +70,36 @@ class custom_vjp:
         if self.fwd is None or self.bwd is None:
             raise LanesError(f"custom_vjp: {self.__name__} has no rule; call defvjp(fwd, bwd)")
         fwd, bwd = self.fwd, self.bwd
-        leaves, treedef = tree_flatten(args)
+        nums = tuple(sorted(i % len(args) for i in self.nondiff)) if args else ()
+        fixed = [args[i] for i in nums]  # the nondiff arguments, passed as they are
+        diff_args = [a for i, a in enumerate(args) if i not in nums]
+        leaves, treedef = tree_flatten(diff_args)
         leaves = _arrays(leaves, "custom_vjp argument")
         outputs, residuals = _Outputs(), _Outputs()
 
+        def full(ls: list[Array]) -> list[Any]:
+            d, s = iter(tree_unflatten(treedef, ls)), iter(fixed)
+            return [next(s) if i in nums else next(d) for i in range(len(args))]
+
         def flat_f(ls: list[Array]) -> list[Array]:
-            return outputs.flatten(self.fun(*tree_unflatten(treedef, ls)), "custom_vjp")
+            return outputs.flatten(self.fun(*full(ls)), "custom_vjp")
 
         def flat_fwd(ls: list[Array]) -> tuple[list[Array], list[Array]]:
             with self._inside.scope():
-                out = fwd(*tree_unflatten(treedef, ls))
+                out = fwd(*full(ls))
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
                 raise LanesError("custom_vjp: fwd must return (output, residuals)")
             return outputs.flatten(out[0], "custom_vjp fwd"), residuals.flatten(out[1], "residual")
 
         def flat_bwd(res: list[Array], ct: list[Array]) -> list[Array]:
             with self._inside.scope():
-                cts = bwd(residuals.rebuild(res), outputs.rebuild(ct))
-            if not isinstance(cts, (tuple, list)) or len(cts) != len(args):
-                raise LanesError(f"custom_vjp: bwd must return a tuple of {len(args)} "
-                                 "cotangents, one per argument")
+                cts = bwd(*fixed, residuals.rebuild(res), outputs.rebuild(ct))
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(diff_args):
+                raise LanesError(f"custom_vjp: bwd must return a tuple of {len(diff_args)} "
+                                 "cotangents, one per differentiated argument")
             per_arg = [tree_flatten(c)[0] if c is not None else None for c in cts]
             flat: list[Any] = []
-            for arg, c in zip(args, per_arg):
+            for arg, c in zip(diff_args, per_arg):
                 arg_leaves = _arrays(tree_flatten(arg)[0], "custom_vjp")
                 flat.extend(_zeros_like(a) for a in arg_leaves) if c is None else flat.extend(c)
             return _arrays(flat, "custom_vjp cotangent")

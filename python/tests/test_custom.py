@@ -603,3 +603,28 @@ def test_custom_vmap_rule_mismatched_out_batched_raises() -> None:
 
     with pytest.raises(lanes.LanesError):
         lanes.vmap(f)(np.ones((2, 3), np.float32))
+
+
+def test_custom_vjp_nondiff_argnums_pass_functions_and_constants_through() -> None:
+    import functools
+
+    @functools.partial(lanes.custom_vjp, nondiff_argnums=(0, 2))
+    def scaled_apply(f: Any, x: Any, scale: float) -> Any:
+        return f(x) * scale
+
+    def fwd(f: Any, x: Any, scale: float) -> Any:
+        return f(x) * scale, x
+
+    def bwd(f: Any, scale: float, x: Any, g: Any) -> Any:  # nondiff first, as in jax
+        return (g * scale * lnp.cos(x),)
+
+    scaled_apply.defvjp(fwd, bwd)
+    x = np.array([0.5, 1.0, 2.0], np.float32)
+    lx = lanes.asarray(x)
+    assert_close(scaled_apply(lnp.sin, lx, 3.0), np.sin(x) * 3)
+    got = lanes.vmap(lanes.grad(lambda v: scaled_apply(lnp.sin, v, 3.0)))(lx)
+    assert_close(got, 3 * np.cos(x))
+    with pytest.raises(lanes.LanesError, match="one per differentiated argument"):
+        bad = lanes.custom_vjp(lambda f, v: f(v), nondiff_argnums=(0,))
+        bad.defvjp(lambda f, v: (f(v), v), lambda f, r, g: (g, g))
+        lanes.grad(lambda v: bad(lnp.sin, v))(lanes.asarray(np.float32(1.0)))
