@@ -11,7 +11,7 @@ from typing import Any, Callable
 from . import _lanes
 from ._api import _arrays, _Outputs
 from ._lanes import Array, LanesError
-from .tree_util import tree_flatten, tree_unflatten
+from .tree_util import tree_flatten, tree_map, tree_unflatten
 
 
 def _zeros_like(a: Array) -> Array:
@@ -125,6 +125,27 @@ class custom_jvp:
     def defjvp(self, rule: Callable) -> Callable:
         self.rule = rule
         return rule
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """One rule per argument (jax's defjvps): ``jvp_i(tangent_i, answer, *primals)`` gives
+        argument i's part of the output tangent; None for an argument without one. The output
+        tangent is their sum."""
+
+        def rule(primals: tuple, tangents: tuple) -> tuple:
+            if len(jvps) != len(primals):
+                raise LanesError(f"custom_jvp: defjvps has {len(jvps)} rules for "
+                                 f"{len(primals)} arguments")
+            answer = self.fun(*primals)
+            parts = [jvp(t, answer, *primals) for jvp, t in zip(jvps, tangents)
+                     if jvp is not None]
+            if not parts:
+                raise LanesError("custom_jvp: defjvps needs at least one rule")
+            total = parts[0]
+            for part in parts[1:]:
+                total = tree_map(lambda a, b: a + b, total, part)
+            return answer, total
+
+        self.defjvp(rule)
 
     def __call__(self, *args: Any) -> Any:
         if self._inside.active:

@@ -628,3 +628,23 @@ def test_custom_vjp_nondiff_argnums_pass_functions_and_constants_through() -> No
         bad = lanes.custom_vjp(lambda f, v: f(v), nondiff_argnums=(0,))
         bad.defvjp(lambda f, v: (f(v), v), lambda f, r, g: (g, g))
         lanes.grad(lambda v: bad(lnp.sin, v))(lanes.asarray(np.float32(1.0)))
+
+
+def test_custom_jvp_defjvps_one_rule_per_argument() -> None:
+    @lanes.custom_jvp
+    def f(x: Any, y: Any) -> Any:
+        return lnp.sin(x) * y
+
+    f.defjvps(lambda tx, ans, x, y: lnp.cos(x) * y * tx, lambda ty, ans, x, y: lnp.sin(x) * ty)
+    x, y = np.float32(0.5), np.float32(3.0)
+    gx, gy = lanes.grad(f, argnums=(0, 1))(lanes.asarray(x), lanes.asarray(y))
+    assert_close(gx, np.cos(x) * y)
+    assert_close(gy, np.sin(x))
+
+    @lanes.custom_jvp
+    def scaled(v: Any, n: Any) -> Any:
+        return v * n
+
+    scaled.defjvps(lambda t, ans, v, n: t * n, None)  # no rule: no tangent through n
+    assert float(lanes.grad(scaled, argnums=1)(lanes.asarray(x), lanes.asarray(y))) == 0.0
+    assert float(lanes.grad(scaled)(lanes.asarray(x), lanes.asarray(y))) == 3.0
