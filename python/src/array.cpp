@@ -35,6 +35,10 @@ std::string array_repr(const Tensor& t) {
     s[0] = 'A';
     // Continuation lines were indented for "array(": the same width, nothing to change.
   }
+  // numpy leaves out the dtypes it defaults to (float64, int64, bool); jax's defaults are
+  // float32 and int32, so, as jax, every dtype is named.
+  if (s.find("dtype=") == std::string::npos && !s.empty() && s.back() == ')')
+    s.insert(s.size() - 1, std::string(", dtype=") + dtype_name(t.dtype()));
   return s;
 }
 

@@ -94,6 +94,15 @@ def test_repr_starts_with_array(a: np.ndarray) -> None:
     assert repr(lanes.asarray(np.float32(1.0))).startswith("Array(")
 
 
+def test_repr_names_every_dtype_as_jax() -> None:
+    # numpy leaves out float64, int64 and bool; jax (whose defaults are 32-bit) names them all.
+    assert repr(lanes.asarray(np.array([1.0, 2.0]))) == "Array([1., 2.], dtype=float64)"
+    assert repr(lanes.asarray(np.array([1, 2]))) == "Array([1, 2], dtype=int64)"
+    assert repr(lanes.asarray(np.array([True, False]))) == "Array([ True, False], dtype=bool)"
+    assert repr(lanes.asarray(np.float32(2))) == "Array(2., dtype=float32)"
+    assert repr(lanes.asarray(np.arange(20.0).reshape(2, 10))).endswith("dtype=float64)")
+
+
 def test_unhashable(a: np.ndarray) -> None:
     with pytest.raises(TypeError):
         hash(lanes.asarray(a))
