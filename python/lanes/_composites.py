@@ -335,6 +335,82 @@ def median(a: Any, axis: int | None = None, keepdims: bool = False) -> Array:
     return out if keepdims else _lanes.squeeze(out, axis)
 
 
+def quantile(a: Any, q: Any, axis: int | None = None, keepdims: bool = False) -> Array:
+    """numpy's quantile with its default (linear) method: between the two sorted neighbours of
+    position q * (n - 1). ``q`` a number or a 1-d sequence (its axis first in the result)."""
+    a = _floating(a)
+    ndim = a.ndim
+    if axis is None:
+        a, axis, flat = _lanes.reshape(a, (a.size,)), 0, True
+    else:
+        axis, flat = _axis(axis, a.ndim), False
+    qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+    if ((qs < 0) | (qs > 1)).any():
+        raise LanesError(f"quantile: q must be in [0, 1], got {q!r}")
+    s = _lanes.sort(a, axis)
+    n = a.shape[axis]
+    outs = []
+    for value in qs:
+        pos = value * (n - 1)
+        lo, frac = int(np.floor(pos)), float(pos - np.floor(pos))
+        hi = min(lo + 1, n - 1)
+        below = _lanes.slice_axis(s, axis, lo, lo + 1, 1)
+        above = _lanes.slice_axis(s, axis, hi, hi + 1, 1)
+        out = below + (above - below) * frac
+        if flat and keepdims:  # every axis was reduced: each kept as size 1
+            outs.append(_lanes.reshape(out, (1,) * ndim))
+        else:
+            outs.append(out if keepdims else _lanes.squeeze(out, axis))
+    return outs[0] if np.ndim(q) == 0 else _lanes.stack(outs, 0)
+
+
+def percentile(a: Any, q: Any, axis: int | None = None, keepdims: bool = False) -> Array:
+    """numpy's percentile: quantile of q / 100."""
+    return quantile(a, np.asarray(q, dtype=np.float64) / 100.0, axis, keepdims)
+
+
+def _without_nan(a: Any, fill: float) -> Array:
+    a = _floating(a)
+    return _lanes.where(_lanes.not_equal(a, a), _lanes.full((), fill, a.dtype), a)
+
+
+def nansum(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    return _lanes.sum(_without_nan(a, 0.0), axis, keepdims)
+
+
+def nanmax(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    """The maximum ignoring NaN (NaN where every element is NaN, as numpy, without its
+    warning)."""
+    a = _floating(a)
+    out = _lanes.max(_without_nan(a, -np.inf), axis, keepdims)
+    every = _lanes.equal(nansum(_lanes.cast(_lanes.equal(a, a), a.dtype), axis, keepdims), 0)
+    return _lanes.where(every, _lanes.full((), np.nan, a.dtype), out)
+
+
+def nanmin(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    """The minimum ignoring NaN (NaN where every element is NaN)."""
+    return -nanmax(-_floating(a), axis, keepdims)
+
+
+def nanmean(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
+    a = _floating(a)
+    count = _lanes.sum(_lanes.cast(_lanes.equal(a, a), a.dtype), axis, keepdims)
+    return nansum(a, axis, keepdims) / count
+
+
+def nanvar(a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Array:
+    a = _floating(a)
+    count = _lanes.sum(_lanes.cast(_lanes.equal(a, a), a.dtype), axis, True)
+    centered = _without_nan(a - nansum(a, axis, True) / count, 0.0)
+    total = _lanes.sum(centered * centered, axis, keepdims)
+    n = count if keepdims else _lanes.sum(_lanes.cast(_lanes.equal(a, a), a.dtype), axis, False)
+    return total / (n - ddof)
+
+
+def nanstd(a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Array:
+    return _lanes.sqrt(nanvar(a, axis, ddof, keepdims))
+
+
 # ---- indices of true elements -------------------------------------------------------------------
 
 
@@ -429,6 +505,7 @@ linalg.__doc__ = "numpy.linalg's functions lanes has: norm."
 __all__ = [
     "allclose", "arccos", "arcsin", "arctan", "argwhere", "average", "cosh", "count_nonzero",
     "diag", "diagonal", "diff", "flatnonzero", "hstack", "hypot", "isclose", "isinf", "linalg",
-    "log10", "log2", "logaddexp", "median", "meshgrid", "nonzero", "repeat", "roll", "sinh",
-    "split", "take_along_axis", "tan", "tile", "trace", "tril", "triu", "trunc", "vstack",
+    "log10", "log2", "logaddexp", "median", "meshgrid", "nanmax", "nanmean", "nanmin", "nanstd",
+    "nansum", "nanvar", "nonzero", "percentile", "quantile", "repeat", "roll", "sinh", "split",
+    "take_along_axis", "tan", "tile", "trace", "tril", "triu", "trunc", "vstack",
 ]

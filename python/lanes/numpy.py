@@ -17,7 +17,8 @@ from . import _lanes, _nested
 from ._composites import (allclose, arccos, arcsin, arctan, argwhere, average,  # noqa: F401
                           cosh, count_nonzero, diag, diagonal, diff, flatnonzero, hstack, hypot,
                           isclose, isinf, linalg, log2, log10, logaddexp, median, meshgrid,
-                          nonzero, repeat, roll, sinh, split, take_along_axis, tan, tile, trace,
+                          nanmax, nanmean, nanmin, nanstd, nansum, nanvar, nonzero, percentile,
+                          quantile, repeat, roll, sinh, split, take_along_axis, tan, tile, trace,
                           tril, triu, trunc, vstack)
 from ._lanes import Array, LanesError
 

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import warnings
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -122,3 +123,28 @@ def test_nonzero_argwhere_and_where_with_and_without_size() -> None:
     assert_equal(firsts, np.array([[1, 0], [0, 2]]))
     with pytest.raises(lanes.LanesError, match="give size="):
         lanes.jit(lambda m: lnp.nonzero(m))(x)
+
+
+@pytest.mark.parametrize("q,kwargs", [(0.3, {}), ([0.1, 0.5, 0.9], {}), (0.5, {"axis": 1}),
+                                      (0.25, {"axis": 0, "keepdims": True}), (1.0, {}),
+                                      ([0.2, 0.4], {"keepdims": True})], ids=repr)
+def test_quantile_and_percentile_match_numpys_linear_method(q: Any, kwargs: dict) -> None:
+    x = np.random.default_rng(0).normal(size=(4, 7)).astype(np.float32)
+    assert_close(lnp.quantile(lanes.asarray(x), q, **kwargs), np.quantile(x, q, **kwargs))
+    percent = np.asarray(q) * 100
+    assert_close(lnp.percentile(lanes.asarray(x), percent, **kwargs),
+                 np.percentile(x, percent, **kwargs), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd"])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_nan_reductions_ignore_nan_as_numpy(name: str, axis: Any) -> None:
+    y = np.random.default_rng(0).normal(size=(4, 7)).astype(np.float32)
+    y[0, 2] = np.nan
+    y[1, :] = np.nan  # a row of NaN only: NaN out, where numpy also warns
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = getattr(np, name)(y, axis=axis)
+    got = np.asarray(getattr(lnp, name)(lanes.asarray(y), axis=axis))
+    assert got.shape == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
