@@ -222,8 +222,6 @@ def _atleast(a: Any, ndim: int) -> Array:
     a = _arr(a)
     if a.ndim >= ndim:
         return a
-    if ndim == 2:
-        return _lanes.reshape(a, (1,) * (2 - a.ndim) + a.shape)
     return _lanes.reshape(a, (1,) * (ndim - a.ndim) + a.shape)
 
 
@@ -414,10 +412,9 @@ def nanstd(a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> A
 # ---- indices of true elements -------------------------------------------------------------------
 
 
-def _nonzero_flat(a: Array, size: int | None, what: str) -> tuple[Array, int]:
+def _nonzero_flat(a: Array, size: int | None, what: str) -> Array:
     """The flat indices of a's nonzero elements, ``size`` of them (jax's static-size form: the
-    k-th entry is the index of the (k+1)-th nonzero element, or -1 past the last), and the
-    count taken. Without ``size`` a concrete array gives all of them; a traced one cannot."""
+    k-th entry is the index of the (k+1)-th nonzero element, or -1 past the last). Without ``size`` a concrete array gives all of them; a traced one cannot."""
     flat = _lanes.reshape(_lanes.cast(_lanes.not_equal(a, 0), np.int32), (a.size,))
     if size is None:
         if a.is_traced:
@@ -425,12 +422,12 @@ def _nonzero_flat(a: Array, size: int | None, what: str) -> tuple[Array, int]:
                              f"known while tracing; give size= (and fill_value=), as in jax")
         size = int(_lanes.sum(flat, None, False).item())
     if size == 0 or a.size == 0:
-        return _lanes.full((size,), -1.0, np.int64), size
+        return _lanes.full((size,), -1.0, np.int64)
     counts = _lanes.cumsum(flat, 0, False)
     # The (k+1)-th nonzero is where the running count first reaches k + 1.
     wanted = _lanes.iota((size,), 0, np.int32) + 1
     at = _lanes.cast(_lanes.searchsorted(counts, wanted, "left"), np.int64)
-    return _lanes.where(_lanes.less(at, a.size), at, _lanes.full((), -1.0, np.int64)), size
+    return _lanes.where(_lanes.less(at, a.size), at, _lanes.full((), -1.0, np.int64))
 
 
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple[Array, ...]:
@@ -440,7 +437,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     a = _arr(a)
     if a.ndim == 0:
         raise LanesError("nonzero: a 0-d array has no indices; use atleast_1d first")
-    flat, _ = _nonzero_flat(a, size, "nonzero")
+    flat = _nonzero_flat(a, size, "nonzero")
     missing = _lanes.less(flat, 0)
     out = []
     stride = int(np.prod(a.shape))
