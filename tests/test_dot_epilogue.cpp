@@ -158,3 +158,25 @@ TEST(DotEpilogue, FusedPassRangesCoverTheWholeRun) {
     EXPECT_TRUE(same_bits(pass.outputs()[0], whole));
   }
 }
+
+TEST(DotEpilogue, AConcatenateOfTheChainsValuesIsWrittenInPlace) {
+  // An LSTM step's gradient: a product's chain whose values are joined along the last axis, each
+  // block's rows written into their place in the joined output (rows apart), at every thread count.
+  const Tensor x = randn({100, 128}, 30), w = randn({32, 128}, 31), c = randn({100, 32}, 32);
+  auto f = [](const Tensor& x, const Tensor& w, const Tensor& c) {
+    const Tensor p = matmul(x, transpose(w, {1, 0}));
+    return std::make_tuple(concatenate({p * c, tanh(p), p - c}, 1), sigmoid(p) * c);
+  };
+  const Graph g = compiled_graph(f, x, w, c);
+  EXPECT_EQ(count(g, "dot_epilogue"), 1) << g;
+  EXPECT_EQ(count(g, "concatenate") + count(g, "fused_elementwise"), 0) << g;
+  const int saved = num_threads();
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    const auto [joined, other] = compile(f)(x, w, c);
+    const auto [want_joined, want_other] = f(x, w, c);
+    EXPECT_TRUE(same_bits(joined, want_joined)) << threads;
+    EXPECT_TRUE(same_bits(other, want_other)) << threads;
+  }
+  set_num_threads(saved);
+}

@@ -385,3 +385,112 @@ TEST(Fusion, TailReductionsStayApartWhereTheyDoNotPay) {
   expect_near(s.to_vector<double>(), sum(exp(x), -1).to_vector<double>(), 1e-6);
   expect_near(compile(leading)(x).to_vector<double>(), sum(exp(x), 0).to_vector<double>(), 1e-6);
 }
+
+TEST(Fusion, SiblingChainsReadingOneInputRunAsOnePass) {
+  // Two chains of x that never read each other (an LSTM step's gate gradients): one pass.
+  auto f = [](const Tensor& x, const Tensor& y, const Tensor& z) {
+    return std::make_tuple(tanh(x) * y, exp(-x) + z);
+  };
+  for (DType dtype : {kFloat32, kFloat64}) {
+    const Tensor x = randn({100, 32}, 60, dtype), y = randn({100, 32}, 61, dtype);
+    const Tensor z = randn({100, 32}, 62, dtype);
+    const Graph g = compiled_graph(f, x, y, z);
+    EXPECT_EQ(count(g, "fused_elementwise"), 1) << g;
+    const auto [a, b] = compile(f)(x, y, z);
+    const auto xs = x.to_vector<double>(), ys = y.to_vector<double>(), zs = z.to_vector<double>();
+    std::vector<double> wa(xs.size()), wb(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      wa[i] = std::tanh(xs[i]) * ys[i];
+      wb[i] = std::exp(-xs[i]) + zs[i];
+    }
+    const double tol = dtype == kFloat32 ? 1e-6 : 1e-14;
+    expect_near(a.to_vector<double>(), wa, tol);
+    expect_near(b.to_vector<double>(), wb, tol);
+  }
+}
+
+TEST(Fusion, SiblingsStayApartWhenTheLaterReadsTheEarlier) {
+  // The second chain reads sum(a): one pass for both would need the sum before a exists.
+  auto f = [](const Tensor& x, const Tensor& y) {
+    const Tensor a = tanh(x) * y;
+    return std::make_tuple(a, exp(x) * sum(a) + y);
+  };
+  const Tensor x = randn({50, 20}, 65), y = randn({50, 20}, 66);
+  EXPECT_EQ(count(compiled_graph(f, x, y), "fused_elementwise"), 2);
+  const auto [a, b] = compile(f)(x, y);
+  const auto xs = x.to_vector<double>(), ys = y.to_vector<double>();
+  std::vector<double> wa(xs.size()), wb(xs.size());
+  double total = 0;
+  for (size_t i = 0; i < xs.size(); ++i) total += wa[i] = std::tanh(xs[i]) * ys[i];
+  for (size_t i = 0; i < xs.size(); ++i) wb[i] = std::exp(xs[i]) * total + ys[i];
+  expect_near(a.to_vector<double>(), wa, 1e-6);
+  expect_near(b.to_vector<double>(), wb, 1e-4);
+}
+
+TEST(Fusion, ConcatenateOfAChainsValuesIsWrittenByItsPass) {
+  // Three values of one chain joined along each axis: the pass writes each part in its place,
+  // rows apart but along axis 0. y's broadcast keeps the (7, 13) rows of 24 from merging, so a
+  // tile's 42 rows cross the outer index and the rows are found by walking, not by one stride.
+  for (DType dtype : {kFloat32, kFloat64})
+    for (int64_t axis : {0, 1, 2}) {
+      const Tensor x = randn({7, 13, 24}, 67, dtype), y = randn({7, 1, 24}, 68, dtype);
+      auto f = [axis](const Tensor& a, const Tensor& b) {
+        const Tensor t = tanh(a) * b;
+        return concatenate({t, exp(-a) + t, a * b}, axis);
+      };
+      const Graph g = compiled_graph(f, x, y);
+      EXPECT_EQ(count(g, "concatenate"), 0) << g;
+      EXPECT_EQ(count(g, "fused_elementwise"), 1) << g;
+      const auto xs = x.to_vector<double>(), ys = y.to_vector<double>();
+      const int64_t dims[3] = {7, 13, 24};
+      std::vector<double> want(3 * xs.size());
+      for (int64_t i = 0; i < 7; ++i)
+        for (int64_t j = 0; j < 13; ++j)
+          for (int64_t k = 0; k < 24; ++k) {
+            const double a = xs[size_t((i * 13 + j) * 24 + k)], b = ys[size_t(i * 24 + k)];
+            const double t = std::tanh(a) * b, parts[3] = {t, std::exp(-a) + t, a * b};
+            for (int64_t p = 0; p < 3; ++p) {
+              int64_t at[3] = {i, j, k}, shape[3] = {7, 13, 24};
+              at[axis] += p * dims[axis];
+              shape[axis] *= 3;
+              want[size_t((at[0] * shape[1] + at[1]) * shape[2] + at[2])] = parts[p];
+            }
+          }
+      expect_near(compile(f)(x, y).to_vector<double>(), want, dtype == kFloat32 ? 1e-6 : 1e-14);
+    }
+}
+
+TEST(Fusion, APartReadElsewhereKeepsItsConcatenate) {
+  auto f = [](const Tensor& x) {
+    const Tensor t = tanh(x) * 2.0;
+    return std::make_tuple(concatenate({t, t + x}, 1), t);
+  };
+  const Tensor x = randn({30, 16}, 69);
+  EXPECT_EQ(count(compiled_graph(f, x), "concatenate"), 1);
+  const auto [joined, t] = compile(f)(x);
+  const auto xs = x.to_vector<double>();
+  std::vector<double> want(2 * xs.size()), wt(xs.size());
+  for (int64_t r = 0; r < 30; ++r)
+    for (int64_t c = 0; c < 16; ++c) {
+      const double v = std::tanh(xs[size_t(r * 16 + c)]) * 2.0;
+      wt[size_t(r * 16 + c)] = want[size_t(r * 32 + c)] = v;
+      want[size_t(r * 32 + 16 + c)] = v + xs[size_t(r * 16 + c)];
+    }
+  expect_near(joined.to_vector<double>(), want, 1e-6);
+  expect_near(t.to_vector<double>(), wt, 1e-6);
+}
+
+TEST(Fusion, PartsWhoseElementsWouldLieApartKeepTheirConcatenate) {
+  // (6, 1) parts joined along axis 1: each part's elements are 2 apart in the result, which the
+  // pass does not write; the concatenate stays and the values are right.
+  auto f = [](const Tensor& x) {
+    const Tensor t = tanh(x) * 2.0;
+    return concatenate({t, t + x}, 1);
+  };
+  const Tensor x = randn({6, 1}, 70);
+  EXPECT_EQ(count(compiled_graph(f, x), "concatenate"), 1);
+  const auto xs = x.to_vector<double>();
+  std::vector<double> want;
+  for (double v : xs) want.insert(want.end(), {std::tanh(v) * 2.0, std::tanh(v) * 2.0 + v});
+  expect_near(compile(f)(x).to_vector<double>(), want, 1e-6);
+}

@@ -8,6 +8,7 @@
 #include "core/strided.h"
 #include "kernels/copy_bytes.h"
 #include "kernels/fused_convert.h"
+#include "kernels/fused_steps.h"
 #include "kernels/reduce.h"
 #include "lanes/parallel.h"
 
@@ -124,81 +125,6 @@ void copy_out(char* dst, const char* src, size_t bytes, bool stream) {
 #endif
 }
 
-void run_step(const FusedStep& s, const std::vector<const char*>& reg, char* out, int64_t n) {
-  switch (s.kind) {
-    case FusedStep::Kind::Unary:
-      return unary_contiguous(UnaryOp(s.op), s.operand_type, reg[s.args[0]], out, n);
-    case FusedStep::Kind::Binary:
-      return binary_contiguous(BinaryOp(s.op), s.operand_type, reg[s.args[0]], reg[s.args[1]], out,
-                               n);
-    case FusedStep::Kind::Select:
-      return select_contiguous(s.operand_type, reinterpret_cast<const bool*>(reg[s.args[0]]),
-                               reg[s.args[1]], reg[s.args[2]], out, n);
-    case FusedStep::Kind::Cast:
-      return cast_contiguous(s.operand_type, s.result_type, reg[s.args[0]], out, n);
-  }
-}
-
-// Steps first..last of a program, run as one call on a tile: one step, or a conversion to
-// float32, a unary op and a conversion from float32 (either conversion may be missing) as one
-// converting_unary loop (fused_convert.h), which overlaps the op with the conversions that the
-// step-by-step order ran each alone.
-struct Group {
-  int32_t first, last;
-};
-
-// Whether register r is read by no step but `reader` and is not an output.
-bool private_to(const FusedProgram& p, int32_t r, size_t reader) {
-  for (size_t k = 0; k < p.steps.size(); ++k)
-    for (int32_t a : p.steps[k].args)
-      if (a == r && k != reader) return false;
-  return std::find(p.outputs.begin(), p.outputs.end(), r) == p.outputs.end();
-}
-
-std::vector<Group> plan_groups(const FusedProgram& p) {
-  const int32_t nin = int32_t(p.input_types.size()), nsteps = int32_t(p.steps.size());
-  auto cast_to_float = [&](int32_t k) {
-    return p.steps[k].kind == FusedStep::Kind::Cast && p.steps[k].result_type == DType::Float32;
-  };
-  auto cast_from_float = [&](int32_t k) {
-    return p.steps[k].kind == FusedStep::Kind::Cast && p.steps[k].operand_type == DType::Float32;
-  };
-  std::vector<Group> groups;
-  for (int32_t k = 0; k < nsteps; ++k) {
-    int32_t first = k, last = k;
-    // k-1, k, k+1 as cast -> unary -> cast: a looked-ahead unary at k + 1 takes k as its cast.
-    const int32_t u = k + 1 < nsteps && cast_to_float(k) ? k + 1 : k;
-    const FusedStep& s = p.steps[u];
-    if (s.kind == FusedStep::Kind::Unary && s.operand_type == DType::Float32) {
-      const bool pre = u == k + 1 && s.args[0] == nin + k && private_to(p, nin + k, u);
-      const bool post = u + 1 < nsteps && cast_from_float(u + 1) &&
-                        p.steps[u + 1].args[0] == nin + u && private_to(p, nin + u, u + 1);
-      const DType in = pre ? p.steps[k].operand_type : DType::Float32;
-      const DType out = post ? p.steps[u + 1].result_type : DType::Float32;
-      if ((pre || post) && converting_unary_supported(in, UnaryOp(s.op), out)) {
-        first = pre ? k : u;
-        last = post ? u + 1 : u;
-        // A cast at k that did not join its unary runs alone first.
-        if (first != k) groups.push_back({k, k});
-      }
-    }
-    groups.push_back({first, last});
-    k = last;
-  }
-  return groups;
-}
-
-void run_group(const FusedProgram& p, const Group& g, const std::vector<const char*>& reg,
-               char* out, int64_t n) {
-  if (g.first == g.last) return run_step(p.steps[g.first], reg, out, n);
-  const bool pre = p.steps[g.first].kind == FusedStep::Kind::Cast;
-  const FusedStep& unary = p.steps[g.first + (pre ? 1 : 0)];
-  const DType in = pre ? p.steps[g.first].operand_type : DType::Float32;
-  const DType result =
-      p.steps[g.last].kind == FusedStep::Kind::Cast ? p.steps[g.last].result_type : DType::Float32;
-  converting_unary(in, UnaryOp(unary.op), result, reg[p.steps[g.first].args[0]], out, n);
-}
-
 bool costly(const FusedStep& s) {
   if (s.kind == FusedStep::Kind::Unary) return unary_is_costly(UnaryOp(s.op));
   if (s.kind == FusedStep::Kind::Binary) return binary_is_costly(BinaryOp(s.op));
@@ -311,66 +237,6 @@ struct RowCursor {
 
 }  // namespace
 
-DType FusedProgram::register_type(int32_t r) const {
-  const int32_t n = int32_t(input_types.size());
-  return r < n ? input_types[r] : steps[r - n].result_type;
-}
-
-double FusedProgram::flops(int64_t numel) const {
-  double total = 0;
-  for (const FusedStep& step : steps) {
-    const bool arithmetic =
-        step.kind == FusedStep::Kind::Unary || step.kind == FusedStep::Kind::Binary;
-    if (arithmetic && is_floating(step.operand_type)) total += double(numel);
-  }
-  return total;
-}
-
-// Built by appending (GCC 12 warns, wrongly, about `"x" + std::string` here: -Wrestrict).
-std::string FusedProgram::describe() const {
-  std::string out;
-  const int32_t n = int32_t(input_types.size());
-  auto name = [&](int32_t r) {
-    out += r < n ? "in" : "r";
-    out += std::to_string(r < n ? r : r - n);
-  };
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const FusedStep& s = steps[i];
-    if (i) out += "; ";
-    name(n + int32_t(i));
-    out += '=';
-    switch (s.kind) {
-      case FusedStep::Kind::Unary:
-        out += unary_name(UnaryOp(s.op));
-        break;
-      case FusedStep::Kind::Binary:
-        out += binary_name(BinaryOp(s.op));
-        break;
-      case FusedStep::Kind::Select:
-        out += "select";
-        break;
-      case FusedStep::Kind::Cast:
-        out += "convert[";
-        out += dtype_name(s.result_type);
-        out += ']';
-        break;
-    }
-    out += '(';
-    for (int k = 0; k < 3 && s.args[k] >= 0; ++k) {
-      if (k) out += ',';
-      name(s.args[k]);
-    }
-    out += ')';
-  }
-  out += " -> (";
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (i) out += ',';
-    name(outputs[i]);
-  }
-  out += ')';
-  return out;
-}
-
 // What a pass needs between its set-up and its tiles: the iteration space, the outputs and where
 // each step writes, and the operands' base pointers.
 struct FusedPass::Plan {
@@ -384,7 +250,8 @@ struct FusedPass::Plan {
   Space s;
   int64_t numel = 0, len = 1, rows = 0, chunks = 1, per = 1, grain = 1;
   bool stream = false;
-  std::vector<Group> groups;
+  std::vector<StepGroup> groups;
+  std::vector<int32_t> buffers;  // plan_buffers
   std::vector<int32_t> gathered;
   // Inputs read in place, gathered (those in `gathered`: not laid out as the output), of one
   // value broadcast (a zero) or of one row broadcast over the others (a bias, in a multi-row
@@ -395,9 +262,18 @@ struct FusedPass::Plan {
   std::vector<int64_t> sizes;
   std::vector<char*> out_bases;
   std::vector<int64_t> out_sizes;
+  // Outputs that are views whose rows are not adjacent (parts of a concatenation, written in
+  // place; the space follows their strides): a multi-row tile goes out to them row by row. The
+  // other outputs are then dense over the space: row r starts at r * len.
+  std::vector<bool> apart;
+  bool any_apart = false;
 
   Plan(const FusedProgram& program, const Shape& shape, const std::vector<Tensor>& in,
-       int32_t private_input, int32_t layout_input);
+       int32_t private_input, int32_t layout_input, std::vector<Tensor> into);
+  // Copies output o's results of rows [row, row + count) of a tile to its view, rows apart:
+  // `row_step` elements apart from `offset` (when >= 0), else where the cursor finds them.
+  void write_rows(size_t o, const char* results, int64_t offset, int64_t row_step,
+                  RowCursor& cursor, int64_t row, int64_t count) const;
   // Rows [row, row + count) of the space from column c0, n elements in all (whole rows when
   // count > 1): loaded into registers, run through the steps, written to the outputs.
   void tile(Registers& regs, RowCursor& cursor, int64_t row, int64_t count, int64_t c0,
@@ -405,9 +281,18 @@ struct FusedPass::Plan {
 };
 
 FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
-                      const std::vector<Tensor>& in, int32_t private_input, int32_t layout_input)
+                      const std::vector<Tensor>& in, int32_t private_input, int32_t layout_input,
+                      std::vector<Tensor> into)
     : p(program), inputs(in), direct(program.steps.size(), -1) {
   const int32_t nin = int32_t(in.size());
+  const bool given = !into.empty();
+  if (given) {  // (each result then goes out from its register: no direct writes)
+    outs = std::move(into);
+    for (const Tensor& o : outs) apart.push_back(!o.is_contiguous());
+  }
+  apart.resize(p.outputs.size(), false);
+  const auto first_apart = std::find(apart.begin(), apart.end(), true);
+  any_apart = first_apart != apart.end();
   // Outputs in the memory order of input `layout_input` (a transposed view is read in order and
   // the outputs follow it, as the unfused kernels' do: empty_in_order_of), else row-major. Only
   // then may a (row-major) input's buffer become an output.
@@ -417,7 +302,7 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
   };
   const bool row_major = layout_input < 0 || in[size_t(layout_input)].is_contiguous();
   std::vector<bool> donated(in.size(), false);
-  for (size_t o = 0; o < p.outputs.size(); ++o) {
+  for (size_t o = 0; o < p.outputs.size() && !given; ++o) {
     const int32_t step = p.outputs[o] - nin;
     const DType dtype = p.register_type(p.outputs[o]);
     int32_t from = -1;
@@ -436,13 +321,17 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
   if (numel == 0) return;  // nothing to run (and the space would divide by a zero length)
   std::vector<Strides> strides;
   for (const Tensor& t : in) strides.push_back(t.strides());
-  s = make_space(shape, strides, outs.empty() ? Strides{} : outs[0].strides());
+  const size_t layout = any_apart ? size_t(first_apart - apart.begin()) : 0;
+  s = make_space(shape, strides, outs.empty() ? Strides{} : outs[layout].strides());
+  check(!any_apart || s.strides[0].back() == 1,
+        "fused pass: outputs apart must have contiguous rows (an internal error)");
   len = s.shape.back();
   rows = numel / std::max<int64_t>(len, 1);
   chunks = (len + kTile - 1) / kTile;
   bool any_costly = false;
   for (const FusedStep& st : p.steps) any_costly = any_costly || costly(st);
-  for (const Tensor& o : outs) stream = stream || o.numel() * dtype_size(o.dtype()) >= kStreamBytes;
+  for (const Tensor& o : outs)
+    stream = stream || (!any_apart && o.numel() * dtype_size(o.dtype()) >= kStreamBytes);
   grain = any_costly ? 8192 / int64_t(p.steps.size()) : 32768 / int64_t(p.steps.size());
   for (const Tensor& t : in) {
     bases.push_back(static_cast<const char*>(t.raw_data()));
@@ -456,7 +345,11 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
   // the steps run on a full tile. Tile by row, a (100, 32, 32) chain with a broadcast operand
   // paid its ~80 ns of dispatch per 32 elements and ran 3x slower than contiguous.
   groups = plan_groups(p);
+  buffers = plan_buffers(p, groups);
   per = len >= kTile ? 1 : kTile / len;
+  // An input laid out as a dense tile of the space is read in place (the output's own strides,
+  // unless the space follows outputs whose rows are apart).
+  const Strides dense = contiguous_strides(s.shape);
   for (int32_t i = 0; i < nin; ++i) {
     const Strides& st = s.strides[i + 1];
     auto zero = [](int64_t x) { return x == 0; };
@@ -465,7 +358,7 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
       kind = Kind::Splat;
     else if (per > 1 && std::all_of(st.begin(), st.end() - 1, zero))
       kind = Kind::RowSplat;
-    else if (st != s.strides[0])
+    else if (st != dense)
       kind = Kind::Gathered;
     kinds.push_back(kind);
     if (kind == Kind::Gathered) gathered.push_back(i);
@@ -478,6 +371,7 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
   std::vector<const char*>& reg = regs.at;
   cursor.seek(row);
   const int64_t out_offset = cursor.off[0] + c0;
+  int64_t out_row_step = -1;  // how far apart the tile's rows are in the outputs, when fixed
   // A splat's n elements, or a row splat's `count` rows, are the same in every tile: loaded only
   // when these registers hold fewer.
   auto invariant = [&](int32_t i, auto load) {
@@ -516,6 +410,7 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
     // every dim and operand per row).
     const size_t d = s.shape.size() - 2;
     if (s.shape.size() >= 2 && cursor.index[d] + count <= s.shape[d]) {
+      out_row_step = s.strides[0][d];
       for (int32_t i : gathered)
         regs.load_rows(i, bases[i] + cursor.off[i + 1] * sizes[i], s.strides[i + 1][d] * sizes[i],
                        s.strides[i + 1].back(), count, len, size_t(sizes[i]));
@@ -526,24 +421,47 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
                         s.strides[i + 1].back(), len, size_t(sizes[i]));
     }
   }
-  auto out_tile = [&](size_t o) { return out_bases[o] + out_offset * out_sizes[o]; };
-  for (const Group& g : groups) {
+  const int64_t dense_offset = any_apart ? row * len + c0 : out_offset;
+  auto out_tile = [&](size_t o) { return out_bases[o] + dense_offset * out_sizes[o]; };
+  for (const StepGroup& g : groups) {
     const int32_t k = g.last;
-    char* dst = direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(nin + k);
+    char* dst = direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(buffers[nin + k]);
     run_group(p, g, reg, dst, n);
     reg[nin + k] = dst;
   }
   // The other outputs last: a donated input's tile is fully read by now.
   for (size_t o = 0; o < outs.size(); ++o) {
-    char* dst = out_tile(o);
+    if (apart[o] && count > 1) {
+      write_rows(o, reg[p.outputs[o]], out_row_step >= 0 ? out_offset : -1, out_row_step, cursor,
+                 row, count);
+      continue;
+    }
+    char* dst = apart[o] ? out_bases[o] + out_offset * out_sizes[o] : out_tile(o);
     if (reg[p.outputs[o]] != dst)
       copy_out(dst, reg[p.outputs[o]], size_t(n * out_sizes[o]), stream);
   }
 }
 
+void FusedPass::Plan::write_rows(size_t o, const char* results, int64_t offset, int64_t row_step,
+                                 RowCursor& cursor, int64_t row, int64_t count) const {
+  const int64_t size = out_sizes[o];
+  const size_t bytes = size_t(len * size);
+  char* out = out_bases[o];
+  if (row_step >= 0) {
+    for (int64_t r = 0; r < count; ++r, results += bytes)
+      copy_bytes(out + (offset + r * row_step) * size, results, bytes);
+    return;
+  }
+  cursor.seek(row);
+  for (int64_t r = 0; r < count; ++r, cursor.next(), results += bytes)
+    copy_bytes(out + cursor.off[0] * size, results, bytes);
+}
+
 FusedPass::FusedPass(const FusedProgram& program, const Shape& shape,
-                     const std::vector<Tensor>& inputs, int32_t private_input, int32_t layout_input)
-    : plan_(std::make_unique<Plan>(program, shape, inputs, private_input, layout_input)) {}
+                     const std::vector<Tensor>& inputs, int32_t private_input, int32_t layout_input,
+                     std::vector<Tensor> into)
+    : plan_(std::make_unique<Plan>(program, shape, inputs, private_input, layout_input,
+                                   std::move(into))) {}
 
 FusedPass::~FusedPass() = default;
 
@@ -596,6 +514,11 @@ std::vector<Tensor> run_fused(const FusedProgram& p, const Shape& shape,
   return pass.outputs();
 }
 
+void run_fused_into(const FusedProgram& p, const Shape& shape, const std::vector<Tensor>& inputs,
+                    const std::vector<Tensor>& outputs) {
+  FusedPass(p, shape, inputs, -1, -1, outputs).run();
+}
+
 // The chain reduced over its trailing dims: each output element is one row of the chain's
 // iteration space (the trailing dims, coalesced per input), computed tile by tile into registers
 // and fed to a RowReduction, which reduces it in the order the unfused reduction would (so the
@@ -623,7 +546,8 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
   char* results = static_cast<char*>(out.raw_mutable_data());
   const int64_t grain =
       std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner * int64_t(p.steps.size())));
-  const std::vector<Group> groups = plan_groups(p);
+  const std::vector<StepGroup> groups = plan_groups(p);
+  const std::vector<int32_t> buffers = plan_buffers(p, groups);
   parallel_for(outer, grain, [&](int64_t b, int64_t e) {
     const std::unique_ptr<RowReduction> reduction = make_row_reduction(op, dtype);
     Registers regs(nreg);
@@ -649,9 +573,10 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
             regs.load(i, bases[i] + (start[i] + off[i + 1] + c0 * step) * in_size, step, n,
                       size_t(in_size));
           }
-          for (const Group& g : groups) {
-            run_group(p, g, reg, regs.buffer(nin + g.last), n);
-            reg[nin + g.last] = regs.buffer(nin + g.last);
+          for (const StepGroup& g : groups) {
+            char* dst = regs.buffer(buffers[size_t(nin + g.last)]);
+            run_group(p, g, reg, dst, n);
+            reg[nin + g.last] = dst;
           }
           reduction->feed(reg[p.outputs[0]], n);
         }

@@ -50,11 +50,14 @@ struct FusedProgram {
 /// has written it, while it is still in cache. `program` must outlive the pass. Input
 /// `private_input` (if any) is read by nothing else, so an output may take its buffer as a donated
 /// input's. With `layout_input`, the outputs are laid out in that input's memory order (a
-/// transposed view), and element ranges count in that order.
+/// transposed view), and element ranges count in that order. Given `into` (one tensor of `shape`
+/// per output), the pass writes the outputs there instead: fresh row-major tensors, or views whose
+/// last dim is contiguous and whose rows are apart (parts of a larger tensor), all of those with
+/// the same strides.
 class FusedPass {
  public:
   FusedPass(const FusedProgram& program, const Shape& shape, const std::vector<Tensor>& inputs,
-            int32_t private_input = -1, int32_t layout_input = -1);
+            int32_t private_input = -1, int32_t layout_input = -1, std::vector<Tensor> into = {});
   ~FusedPass();
   const std::vector<Tensor>& outputs() const;
   /// Every element, in parallel.
@@ -74,6 +77,11 @@ class FusedPass {
 /// output: each tile is read before it is written.
 std::vector<Tensor> run_fused(const FusedProgram& program, const Shape& shape,
                               const std::vector<Tensor>& inputs);
+
+/// run_fused writing into `outputs` (FusedPass's `into`): the parts of a concatenation, say,
+/// written in place.
+void run_fused_into(const FusedProgram& program, const Shape& shape,
+                    const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs);
 
 /// The program's one output reduced by `op` (float dtypes) over the last `reduced_dims` dims of
 /// `shape`: a chain with a tail reduction, in one pass; the output has shape's leading dims.

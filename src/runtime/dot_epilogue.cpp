@@ -16,8 +16,12 @@ using kernels::FusedProgram;
 class ChainEpilogue : public kernels::Epilogue {
  public:
   ChainEpilogue(const FusedProgram& program, const Shape& shape, std::vector<Tensor> others,
-                int32_t product)
-      : program_(program), shape_(shape), inputs_(std::move(others)), product_(product) {}
+                int32_t product, std::vector<Tensor> into)
+      : program_(program),
+        shape_(shape),
+        inputs_(std::move(others)),
+        product_(product),
+        into_(std::move(into)) {}
 
   void start(const Tensor& product) override {
     // A product the kernel allocated is read by the chain alone, which may write an output over
@@ -25,10 +29,12 @@ class ChainEpilogue : public kernels::Epilogue {
     // transposed: read in its own order, the outputs following it as the unfused ops' would
     // (gathered into row-major tiles, jacobian_mlp's 512 x 512 chain took 5x the unfused mul's
     // time).
+    // (Outputs given their places follow them: the product is gathered.)
     const bool owned = product.sole_owner();
     inputs_.insert(inputs_.begin() + product_, product);
-    pass_.emplace(program_, shape_, inputs_, owned ? product_ : -1,
-                  product.is_contiguous() ? -1 : product_);
+    const bool in_order = product.is_contiguous() || !into_.empty();
+    pass_.emplace(program_, shape_, inputs_, owned ? product_ : -1, in_order ? -1 : product_,
+                  std::move(into_));
   }
   void block(int64_t begin, int64_t end) const override { pass_->run_elements(begin, end); }
   void all() const override { pass_->run(); }
@@ -39,22 +45,24 @@ class ChainEpilogue : public kernels::Epilogue {
   const Shape& shape_;
   std::vector<Tensor> inputs_;
   int32_t product_;
+  std::vector<Tensor> into_;  // where the outputs go, when given (concatenated parts)
   std::optional<kernels::FusedPass> pass_;
 };
 
 class DotEpilogue : public Primitive {
  public:
   DotEpilogue(std::shared_ptr<const prim::DotGeneral> dot, FusedProgram program, Shape shape,
-              int32_t product)
+              int32_t product, std::optional<ConcatParts> concat)
       : dot_(std::move(dot)),
         program_(std::move(program)),
         shape_(std::move(shape)),
-        product_(product) {}
+        product_(product),
+        concat_(concat) {}
 
   std::string name() const override { return "dot_epilogue"; }
   std::string params() const override {
     return dot_->params() + " then in" + std::to_string(product_) + "=product; " +
-           program_.describe();
+           program_.describe() + (concat_ ? concat_->describe() : "");
   }
 
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override {
@@ -68,13 +76,18 @@ class DotEpilogue : public Primitive {
             ", expected ", fmt(shape_), " ", dtype_name(program_.input_types[i]));
     std::vector<TensorType> out;
     for (int32_t r : program_.outputs) out.push_back({shape_, program_.register_type(r)});
+    if (concat_) concat_->join_types(out);
     return out;
   }
 
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override {
-    ChainEpilogue epilogue(program_, shape_, {in.begin() + 2, in.end()}, product_);
+    Tensor joined;
+    std::vector<Tensor> into;
+    if (concat_) into = concat_->outputs(program_, shape_, joined);
+    ChainEpilogue epilogue(program_, shape_, {in.begin() + 2, in.end()}, product_, std::move(into));
     kernels::dot_general(in[0], in[1], dot_->lhs_contracting(), dot_->rhs_contracting(),
                          dot_->lhs_batch(), dot_->rhs_batch(), &epilogue, dot_->known_finite());
+    if (concat_) return concat_->node_outputs(epilogue.outputs(), joined);
     return epilogue.outputs();
   }
 
@@ -88,15 +101,17 @@ class DotEpilogue : public Primitive {
   FusedProgram program_;
   Shape shape_;
   int32_t product_;
+  std::optional<ConcatParts> concat_;
 };
 
 }  // namespace
 
 std::shared_ptr<const Primitive> make_dot_epilogue(std::shared_ptr<const prim::DotGeneral> dot,
                                                    FusedProgram program, Shape shape,
-                                                   int32_t product) {
+                                                   int32_t product,
+                                                   std::optional<ConcatParts> concat) {
   return std::make_shared<DotEpilogue>(std::move(dot), std::move(program), std::move(shape),
-                                       product);
+                                       product, concat);
 }
 
 }  // namespace lanes::detail

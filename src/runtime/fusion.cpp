@@ -15,6 +15,8 @@
 #include "primitives/dot_general.h"
 #include "primitives/elementwise.h"
 #include "primitives/reduce.h"
+#include "primitives/structure.h"
+#include "runtime/concat_parts.h"
 #include "runtime/dot_epilogue.h"
 
 namespace lanes::detail {
@@ -32,8 +34,9 @@ struct TailReduce {
 
 class FusedElementwise : public Primitive {
  public:
-  FusedElementwise(FusedProgram program, Shape shape, std::optional<TailReduce> reduce = {})
-      : program_(std::move(program)), shape_(std::move(shape)), reduce_(reduce) {}
+  FusedElementwise(FusedProgram program, Shape shape, std::optional<TailReduce> reduce = {},
+                   std::optional<ConcatParts> concat = {})
+      : program_(std::move(program)), shape_(std::move(shape)), reduce_(reduce), concat_(concat) {}
   std::string name() const override { return "fused_elementwise"; }
   std::string params() const override {
     std::string out = program_.describe();
@@ -43,6 +46,7 @@ class FusedElementwise : public Primitive {
       out += " over the last ";
       out += std::to_string(reduce_->dims);
     }
+    if (concat_) out += concat_->describe();
     return out;
   }
 
@@ -56,13 +60,18 @@ class FusedElementwise : public Primitive {
     std::vector<TensorType> out;
     const Shape shape(shape_.begin(), shape_.end() - (reduce_ ? reduce_->dims : 0));
     for (int32_t r : program_.outputs) out.push_back({shape, program_.register_type(r)});
+    if (concat_) concat_->join_types(out);
     return out;
   }
 
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override {
     if (reduce_)
       return {kernels::run_fused_reduce(program_, shape_, in, reduce_->op, reduce_->dims)};
-    return kernels::run_fused(program_, shape_, in);
+    if (!concat_) return kernels::run_fused(program_, shape_, in);
+    Tensor joined;
+    std::vector<Tensor> out = concat_->outputs(program_, shape_, joined);
+    kernels::run_fused_into(program_, shape_, in, out);
+    return concat_->node_outputs(std::move(out), joined);
   }
 
   /// The chain's arithmetic steps on floats, each once per element, then the tail reduction.
@@ -75,6 +84,7 @@ class FusedElementwise : public Primitive {
   FusedProgram program_;
   Shape shape_;
   std::optional<TailReduce> reduce_;
+  std::optional<ConcatParts> concat_;
 };
 
 // Rows of at least this many elements make a tail reduction worth fusing; shorter ones (softmax
@@ -161,14 +171,42 @@ Chain chain(const Graph& g, const Group& group, const std::vector<int64_t>& grou
   return fused;
 }
 
+// The chain's outputs reordered so the operands of `concat` come last, in its order, and written
+// as its output: the parts the pass writes in place of that concatenate.
+ConcatParts write_concat(Chain& c, const Node& concat) {
+  std::vector<int32_t> registers;
+  std::vector<ValueId> values;
+  auto is_part = [&](ValueId v) {
+    return std::find(concat.inputs.begin(), concat.inputs.end(), v) != concat.inputs.end();
+  };
+  for (size_t o = 0; o < c.outputs.size(); ++o)
+    if (!is_part(c.outputs[o])) {
+      registers.push_back(c.program.outputs[o]);
+      values.push_back(c.outputs[o]);
+    }
+  for (ValueId v : concat.inputs) {
+    const auto at = std::find(c.outputs.begin(), c.outputs.end(), v);
+    registers.push_back(c.program.outputs[size_t(at - c.outputs.begin())]);
+  }
+  values.push_back(concat.outputs[0]);
+  c.program.outputs = std::move(registers);
+  c.outputs = std::move(values);
+  const auto* cat = static_cast<const prim::Concatenate*>(concat.prim.get());
+  return ConcatParts{cat->axis(), int32_t(concat.inputs.size())};
+}
+
 // The fused node of a group. With a tail reduction the node writes the reduction's output instead
-// of the reduced value.
+// of the reduced value; with a concatenate of its values (`concat`), that concatenate's output
+// instead of the parts.
 Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_of_node,
           const std::vector<int64_t>& producer, const std::vector<bool>& read_outside, int64_t id,
-          const Node* tail = nullptr, std::optional<TailReduce> reduce = {}) {
+          const Node* tail = nullptr, std::optional<TailReduce> reduce = {},
+          const Node* concat = nullptr) {
   Chain c = chain(g, group, group_of_node, producer, read_outside, id);
+  std::optional<ConcatParts> parts;
+  if (concat) parts = write_concat(c, *concat);
   Node fused{nullptr, std::move(c.inputs), tail ? tail->outputs : std::move(c.outputs)};
-  fused.prim = std::make_shared<FusedElementwise>(std::move(c.program), c.shape, reduce);
+  fused.prim = std::make_shared<FusedElementwise>(std::move(c.program), c.shape, reduce, parts);
   return fused;
 }
 
@@ -177,15 +215,17 @@ Node fuse(const Graph& g, const Group& group, const std::vector<int64_t>& group_
 Node fuse_with_product(const Graph& g, const Group& group,
                        const std::vector<int64_t>& group_of_node,
                        const std::vector<int64_t>& producer, const std::vector<bool>& read_outside,
-                       int64_t id, const Node& dot) {
+                       int64_t id, const Node& dot, const Node* concat) {
   Chain c = chain(g, group, group_of_node, producer, read_outside, id);
+  std::optional<ConcatParts> parts;
+  if (concat) parts = write_concat(c, *concat);
   const auto at = std::find(c.inputs.begin(), c.inputs.end(), dot.outputs[0]);
   const auto product = int32_t(at - c.inputs.begin());
   c.inputs.erase(at);
   Node fused{nullptr, dot.inputs, std::move(c.outputs)};
   fused.inputs.insert(fused.inputs.end(), c.inputs.begin(), c.inputs.end());
   fused.prim = make_dot_epilogue(std::static_pointer_cast<const prim::DotGeneral>(dot.prim),
-                                 std::move(c.program), std::move(c.shape), product);
+                                 std::move(c.program), std::move(c.shape), product, parts);
   return fused;
 }
 
@@ -210,6 +250,93 @@ int64_t epilogue_product(const Graph& g, const Group& group, int64_t id,
       if (within == reads[v]) return d;
     }
   return -1;
+}
+
+// Each group of one shape that shares an outside input with a later one (`groups` by their last
+// members) joins it, when no node outside reads its values before the later group's last
+// member: the merged group runs there, reading the shared input once, as one pass instead of
+// two (an LSTM step's gate gradients). Groups with a tail reduction stay as they are.
+void merge_siblings(const Graph& g, std::vector<Group>& groups, std::vector<int64_t>& group_of_node,
+                    const std::vector<int64_t>& producer, const std::vector<bool>& has_tail) {
+  auto group_of_value = [&](ValueId v) {
+    return producer[v] < 0 ? -1 : group_of_node[producer[v]];
+  };
+  const auto none = int64_t(g.nodes.size());
+  std::vector<int64_t> first_read(groups.size(), none);
+  std::vector<std::vector<int64_t>> readers(g.types.size());  // groups reading v from outside
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ValueId v : g.nodes[i].inputs) {
+      const int64_t from = group_of_value(v), id = group_of_node[i];
+      if (from >= 0 && from != id) first_read[from] = std::min(first_read[from], int64_t(i));
+      if (id >= 0 && from != id && (readers[v].empty() || readers[v].back() != id))
+        readers[v].push_back(id);
+    }
+  std::vector<int64_t> order;
+  for (size_t id = 0; id < groups.size(); ++id)
+    if (!groups[id].members.empty() && !has_tail[id]) order.push_back(int64_t(id));
+  auto last = [&](int64_t id) { return int64_t(groups[id].members.back()); };
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return last(a) < last(b); });
+  for (int64_t b : order) {
+    const Shape& shape = g.types[g.nodes[groups[b].members[0]].outputs[0]].shape;
+    std::vector<ValueId> inputs;
+    for (size_t m : groups[b].members)
+      for (ValueId v : g.nodes[m].inputs)
+        if (group_of_value(v) != b) inputs.push_back(v);
+    for (ValueId v : inputs)
+      for (int64_t a : readers[v]) {
+        if (a == b || groups[a].members.empty() || has_tail[a] || last(a) >= last(b) ||
+            first_read[a] <= last(b) ||
+            g.types[g.nodes[groups[a].members[0]].outputs[0]].shape != shape)
+          continue;
+        for (size_t m : groups[a].members) group_of_node[m] = b;
+        auto& members = groups[b].members;
+        members.insert(members.end(), groups[a].members.begin(), groups[a].members.end());
+        std::sort(members.begin(), members.end());
+        groups[a].members.clear();
+        first_read[b] = std::min(first_read[b], first_read[a]);
+      }
+  }
+}
+
+// Whether a part of `shape` joined along `axis` has its rows contiguous in the joined tensor, as
+// the fused pass writes them: some dim from the axis on, after which all are 1, is not 1 (parts
+// of (2, 1) joined along axis 1 have their elements apart).
+bool rows_stay_whole(const Shape& shape, int64_t axis) {
+  for (auto d = int64_t(shape.size()) - 1; d >= axis; --d)
+    if (shape[size_t(d)] != 1) return true;
+  return false;
+}
+
+// The concatenate node each group may write in place of its values: one whose operands are all
+// values of that group, each read by nothing else outside it. -1 for none.
+std::vector<int64_t> concat_outputs(const Graph& g, const std::vector<Group>& groups,
+                                    const std::vector<int64_t>& group_of_node,
+                                    const std::vector<int64_t>& producer) {
+  auto group_of_value = [&](ValueId v) {
+    return producer[v] < 0 ? -1 : group_of_node[producer[v]];
+  };
+  std::vector<int> reads(g.types.size(), 0);  // from outside the value's group
+  for (ValueId v : g.outputs) ++reads[v];
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (ValueId v : g.nodes[i].inputs) reads[v] += group_of_value(v) != group_of_node[i];
+  std::vector<int64_t> concat_of(groups.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const auto* cat = dynamic_cast<const prim::Concatenate*>(n.prim.get());
+    if (!cat || n.inputs.empty() || !rows_stay_whole(g.types[n.inputs[0]].shape, cat->axis()))
+      continue;
+    const int64_t id = group_of_value(n.inputs[0]);
+    if (id < 0 || groups[id].members.size() < 2 || concat_of[id] >= 0) continue;
+    bool parts = true;
+    for (size_t k = 0; k < n.inputs.size() && parts; ++k) {
+      const ValueId v = n.inputs[k];
+      parts = group_of_value(v) == id && reads[v] == 1 &&
+              std::find(n.inputs.begin(), n.inputs.begin() + int64_t(k), v) ==
+                  n.inputs.begin() + int64_t(k);
+    }
+    if (parts) concat_of[id] = int64_t(i);
+  }
+  return concat_of;
 }
 
 }  // namespace
@@ -281,14 +408,23 @@ Graph fuse_elementwise(const Graph& g) {
     if (only) has_tail[id] = true, tails[i] = t;
   }
 
+  merge_siblings(g, groups, group_of_node, producer, has_tail);
+
   // A group without a tail takes the product it alone reads as its epilogue: the product's node
   // moves to the group's place (its inputs come before it, and only the group reads its output).
+  // Another may write a concatenate of its values in place (that node's output then comes from
+  // the group's place, before its readers).
   std::vector<int64_t> epilogue_of(groups.size(), -1);
   std::vector<bool> absorbed(num_nodes, false);
+  std::vector<int64_t> concat_of = concat_outputs(g, groups, group_of_node, producer);
   for (size_t id = 0; id < groups.size(); ++id) {
-    if (groups[id].members.empty() || has_tail[id]) continue;
+    if (groups[id].members.empty() || has_tail[id]) {
+      concat_of[id] = -1;
+      continue;
+    }
     epilogue_of[id] = epilogue_product(g, groups[id], int64_t(id), group_of_node, producer, reads);
     if (epilogue_of[id] >= 0) absorbed[size_t(epilogue_of[id])] = true;
+    if (concat_of[id] >= 0) absorbed[size_t(concat_of[id])] = true;
   }
 
   Graph out = g;
@@ -296,10 +432,11 @@ Graph fuse_elementwise(const Graph& g) {
   for (size_t i = 0; i < num_nodes; ++i) {
     const int64_t id = group_of_node[i];
     if (absorbed[i]) continue;
+    const Node* concat = id >= 0 && concat_of[id] >= 0 ? &g.nodes[size_t(concat_of[id])] : nullptr;
     if (id >= 0 && epilogue_of[id] >= 0) {
       if (groups[id].members.back() == i)
         out.nodes.push_back(fuse_with_product(g, groups[id], group_of_node, producer, read_outside,
-                                              id, g.nodes[epilogue_of[id]]));
+                                              id, g.nodes[epilogue_of[id]], concat));
     } else if (tails[i]) {
       const int64_t from = group_of_value(g.nodes[i].inputs[0]);
       out.nodes.push_back(fuse(g, groups[from], group_of_node, producer, read_outside, from,
@@ -307,7 +444,8 @@ Graph fuse_elementwise(const Graph& g) {
     } else if (id < 0 || (groups[id].members.size() == 1 && !has_tail[id])) {
       out.nodes.push_back(g.nodes[i]);
     } else if (groups[id].members.back() == i && !has_tail[id]) {
-      out.nodes.push_back(fuse(g, groups[id], group_of_node, producer, read_outside, id));
+      out.nodes.push_back(
+          fuse(g, groups[id], group_of_node, producer, read_outside, id, nullptr, {}, concat));
     }
   }
   return out;

@@ -1,0 +1,29 @@
+// The steps of a fused program as fused.cpp runs them on each tile (fused_steps.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/fused.h"
+
+namespace lanes::kernels {
+
+// Steps first..last of a program, run as one call on a tile: one step, or a conversion to
+// float32, a unary op and a conversion from float32 (either conversion may be missing) as one
+// converting_unary loop (fused_convert.h), which overlaps the op with the conversions that the
+// step-by-step order ran each alone.
+struct StepGroup {
+  int32_t first, last;
+};
+
+/// The program's steps as groups, in order.
+std::vector<StepGroup> plan_groups(const FusedProgram& p);
+
+/// For each register, the register buffer its tile is written to (inputs: their own).
+std::vector<int32_t> plan_buffers(const FusedProgram& p, const std::vector<StepGroup>& groups);
+
+/// Runs group g on the n elements of a tile: its inputs where `reg` says, its result to `out`.
+void run_group(const FusedProgram& p, const StepGroup& g, const std::vector<const char*>& reg,
+               char* out, int64_t n);
+
+}  // namespace lanes::kernels
