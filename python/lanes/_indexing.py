@@ -2,9 +2,10 @@
 
 Basic indices (ints, slices with any step, None, Ellipsis) become views and flips; one integer
 array per subscript becomes a take (its dims placed as numpy places them), and each integer
-scalar Array (traced or not) a dynamic index, clamped as jax reads. ``x.at[key]`` finds the flat
-positions ``key`` selects by indexing an iota the same way, then scatters; an update at a traced
-index out of bounds is dropped, as jax's scatter drops it.
+scalar Array (traced or not) a dynamic index, clamped as jax reads. Two or more index arrays
+(``x[rows, labels]``) are broadcast together and folded into one index of the axes they pick.
+``x.at[key]`` finds the flat positions ``key`` selects by indexing an iota the same way, then
+scatters; an update at a traced index out of bounds is dropped, as jax's scatter drops it.
 """
 
 from __future__ import annotations
@@ -73,11 +74,16 @@ def _slice(x: Array, axis: int, s: slice) -> Array:
 
 def getitem(x: Array, key: Any) -> Array:
     """numpy's ``x[key]``."""
+    return _getitem(x, key)[0]
+
+
+def _getitem(x: Array, key: Any) -> tuple[Array, Array | None]:
+    """``x[key]``, and where a traced index array is within its axis (None when the key has no
+    traced index array of one or more dims, or only one), broadcastable to the result."""
     parts = _expand(key, x.ndim)
     arrays = [_as_index_array(k) for k in parts]
     if sum(1 for a in arrays if a is not None and a.ndim > 0) > 1:
-        raise LanesError("lanes supports one integer-array index (of one or more dims) per "
-                         "subscript; integer scalars, traced or not, may be added")
+        return _index_arrays(x, parts, arrays)
     axis = 0
     taken = None  # (axis, ndim) of the dims an integer-array index put into x
     for k, index in zip(parts, arrays):
@@ -110,7 +116,59 @@ def getitem(x: Array, key: Any) -> Array:
         first, ndim = taken
         moved = list(range(first, first + ndim))
         x = _lanes.transpose(x, moved + [d for d in range(x.ndim) if d not in moved])
-    return x
+    return x, None
+
+
+def _index_arrays(x: Array, parts: list[Any], arrays: list[Array | None]
+                  ) -> tuple[Array, Array | None]:
+    """numpy's rule for two or more index arrays: every advanced entry (the arrays, integers,
+    integer scalar Arrays) is broadcast to one shape and picks one element of the axes it
+    indexes; the broadcast dims take those axes' place when the entries are adjacent, else come
+    first. One take of the flat index into those axes, merged, does it."""
+    basic, picks, axis = [], [], 0  # picks: (axis after the basic entries, index)
+    for k, a in zip(parts, arrays):
+        if k is None or isinstance(k, slice):
+            basic.append(k)
+        elif a is None and not _is_int(k):
+            raise LanesError(f"unsupported index {k!r} of type {type(k).__name__}")
+        else:
+            basic.append(slice(None))
+            picks.append((axis, a if a is not None else _lanes.asarray(np.asarray(int(k)), None)))
+        axis += 1
+    x = getitem(x, tuple(basic))
+    shape = np.broadcast_shapes(*(tuple(i.shape) for _, i in picks))
+    flat, inside, size = None, None, 1
+    for ax, index in reversed(picks):  # row-major over the picked axes
+        dim = x.shape[ax]
+        index = _lanes.cast(index, np.int64)
+        if not index.is_traced:
+            values = np.asarray(index)
+            bad = values[(values < -dim) | (values >= dim)]
+            if bad.size:
+                raise IndexError(f"index {bad.flat[0]} is out of bounds for axis {ax} with "
+                                 f"size {dim}")
+        index = _lanes.where(index < 0, index + dim, index)
+        if index.is_traced:  # read clamped, as jax reads; an update there is dropped (.at)
+            ok = (index >= 0) & (index < dim)
+            inside = ok if inside is None else inside & ok
+            index = _lanes.clip(index, 0, dim - 1)
+        flat = index * size if flat is None else flat + index * size
+        size *= dim
+    axes = [ax for ax, _ in picks]
+    rest = [d for d in range(x.ndim) if d not in axes]
+    x = _lanes.transpose(x, axes + rest)
+    x = _lanes.reshape(x, (size,) + tuple(x.shape[len(axes):]))
+    x = _lanes.take(x, _lanes.broadcast_to(flat, shape), 0)
+    front = len(shape) if _advanced_adjacent(parts, arrays) else 0
+    if front:  # the broadcast dims where the first picked axis was
+        at = axes[0]
+        order = list(range(len(shape), len(shape) + at)) + list(range(len(shape)))
+        x = _lanes.transpose(x, order + list(range(len(shape) + at, x.ndim)))
+    if inside is not None:
+        inside = _lanes.reshape(_lanes.broadcast_to(inside, shape),
+                                (1,) * (axes[0] if front else 0) + tuple(shape)
+                                + (1,) * (len(rest) - (axes[0] if front else 0)))
+    return x, inside
 
 
 def _advanced_adjacent(parts: list[Any], arrays: list[Array | None]) -> bool:
@@ -150,25 +208,20 @@ class _IndexUpdate:
 
     def _scatter(self, value: Any, mode: str) -> Array:
         x = self.array
-        positions = getitem(_lanes.reshape(_lanes.iota((x.size,), 0, np.int64), x.shape),
-                            self.key)
+        positions, inside = _getitem(
+            _lanes.reshape(_lanes.iota((x.size,), 0, np.int64), x.shape), self.key)
         if isinstance(value, (bool, int, float)):
             updates = _lanes.full(positions.shape, float(value), x.dtype)
         else:
             value = _lanes.cast(_lanes.asarray(value, None), x.dtype)
             updates = _lanes.broadcast_to(value, positions.shape)
-        ok = self._scalars_in_bounds()
-        if ok is not None:  # out of bounds: an update that leaves the element as it is
-            unchanged = {"add": 0.0, "multiply": 1.0}.get(mode)
-            keep = (getitem(x, self.key) if unchanged is None
-                    else _lanes.full(positions.shape, unchanged, x.dtype))
-            updates = _lanes.where(ok, updates, keep)
-        flat = _lanes.reshape(x, (x.size,))
-        return _lanes.reshape(
-            _lanes.scatter(flat, _lanes.reshape(positions, (positions.size,)),
-                           _lanes.reshape(updates, (positions.size,)), mode, 0),
-            x.shape,
-        )
+        for ok in (self._scalars_in_bounds(), inside):
+            if ok is not None:  # out of bounds: to one element past the end, dropped after
+                positions = _lanes.where(ok, positions, x.size)
+        flat = _lanes.concatenate([_lanes.reshape(x, (x.size,)), _lanes.full((1,), 0.0, x.dtype)], 0)
+        flat = _lanes.scatter(flat, _lanes.reshape(positions, (positions.size,)),
+                              _lanes.reshape(updates, (positions.size,)), mode, 0)
+        return _lanes.reshape(_lanes.slice_axis(flat, 0, 0, x.size, 1), x.shape)
 
     def get(self) -> Array:
         """``x[key]``."""

@@ -216,3 +216,54 @@ def test_slice_with_a_traced_bound_points_to_dynamic_slice() -> None:
     # Concrete Array bounds are plain ints.
     assert_equal(x[lanes.asarray(np.int32(2)):lanes.asarray(np.int32(5))],
                  np.arange(2.0, 5.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("key", [([0, 1], [2, 0]), ([1, 0], [0, 2], [3, 1]), ([1], [0, 2, 1]),
+                                 (slice(None), [0, 2], [3, -1]), ([0, -1], slice(None), [1, 2]),
+                                 (np.array([[0], [1]]), np.array([0, 2, 1])),
+                                 (1, [0, 2], [3, 0]), ([0, 1], 2, [3, 0]),
+                                 (Ellipsis, [0, 2], [1, 1]), ([1, 0], None, [2, 2]),
+                                 (slice(None, None, -1), [2, 0], [0, 3])], ids=repr)
+def test_several_index_arrays_broadcast_together(a: np.ndarray, key: Any) -> None:
+    # numpy's rule: the arrays (and integers among them) broadcast to one shape; its dims take
+    # their place when they are adjacent, else come first.
+    assert_equal(lanes.asarray(a)[key], a[key])
+    want = a.copy()
+    want[key] = -1.0
+    assert_equal(lanes.asarray(a).at[key].set(-1.0), want)
+    added = a.copy()
+    np.add.at(added, key, 2.0)
+    assert_equal(lanes.asarray(a).at[key].add(2.0), added)
+
+
+def test_several_index_arrays_out_of_bounds() -> None:
+    base = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    x = lanes.asarray(base)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        x[[0, 3], [1, 1]]
+    # Traced: a read clamps, as jax's does; an update there is dropped.
+    rows = np.array([0, 2, 5, -1], dtype=np.int32)
+    cols = np.array([1, 9, 0, -4], dtype=np.int32)
+    read = lanes.jit(lambda v, i, j: v[i, j])(x, rows, cols)
+    assert_equal(read, base[np.clip(np.where(rows < 0, rows + 3, rows),
+                                    0, 2), np.clip(np.where(cols < 0, cols + 4, cols), 0, 3)])
+    got = lanes.jit(lambda v, i, j: v.at[i, j].set(50.0))(x, rows, cols)
+    want = base.copy()
+    want[0, 1] = want[-1, -4] = 50.0
+    assert_equal(got, want)
+
+
+def test_picking_each_rows_label_under_grad_and_vmap() -> None:
+    # The log-likelihood idiom: logp[arange(n), labels].
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((5, 4, 3)).astype(np.float32)
+    labels = rng.integers(0, 3, (5, 4)).astype(np.int32)
+
+    def nll(z: lanes.Array, y: lanes.Array) -> lanes.Array:
+        return -lanes.nn.log_softmax(z)[lanes.numpy.arange(4), y].sum()
+
+    grads = lanes.vmap(lanes.grad(nll))(logits, labels)
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    want = p - np.eye(3, dtype=np.float32)[labels]
+    np.testing.assert_allclose(np.asarray(grads), want, rtol=1e-5, atol=1e-6)
