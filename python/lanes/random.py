@@ -18,15 +18,26 @@ Generator = _lanes.random.Generator
 __all__ = [
     "Generator",
     "bernoulli",
+    "beta",
     "categorical",
+    "cauchy",
+    "chisquare",
     "choice",
+    "dirichlet",
     "exponential",
     "fold_in",
+    "gamma",
+    "gumbel",
     "key",
+    "laplace",
+    "logistic",
     "normal",
     "permutation",
+    "poisson",
+    "rademacher",
     "randint",
     "split",
+    "t",
     "truncated_normal",
     "uniform",
 ]
@@ -150,3 +161,138 @@ def truncated_normal(key: Any, lower: float, upper: float, shape: Sequence[int] 
                      dtype: Any = np.float32) -> Array:
     """Standard normal conditioned on [lower, upper]."""
     return _r.truncated_normal(key, float(lower), float(upper), _shape(shape), dtype)
+
+
+# ---- distributions made from the draws above (jax.random's names and parameters) ------------
+
+def _open_unit(key: Any, shape: tuple[int, ...], dtype: Any) -> Array:
+    """Uniform in (0, 1): never 0, so that its logarithm is finite."""
+    return _r.uniform(key, shape, dtype, float(np.finfo(dtype).tiny), 1.0)
+
+
+def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Array:
+    """Standard Gumbel: -log(-log(u))."""
+    return -_lanes.log(-_lanes.log(_open_unit(key, _shape(shape), dtype)))
+
+
+def laplace(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Array:
+    """Standard Laplace (density exp(-|x|) / 2): the inverse CDF at u uniform in (-1, 1)."""
+    u = _r.uniform(key, _shape(shape), dtype, float(np.nextafter(np.float32(-1), 0)), 1.0)
+    return -_lanes.sign(u) * _lanes.log1p(-_lanes.abs(u))
+
+
+def logistic(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Array:
+    """Standard logistic: log(u / (1 - u))."""
+    u = _open_unit(key, _shape(shape), dtype)
+    return _lanes.log(u) - _lanes.log1p(-u)
+
+
+def cauchy(key: Any, shape: Sequence[int] = (), dtype: Any = np.float32) -> Array:
+    """Standard Cauchy: tan(pi (u - 1/2))."""
+    angle = (_open_unit(key, _shape(shape), dtype) - 0.5) * np.pi
+    return _lanes.sin(angle) / _lanes.cos(angle)
+
+
+def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = np.int32) -> Array:
+    """-1 or +1 with equal probability."""
+    return _lanes.cast(_r.randint(key, _shape(shape), 0, 2, np.int32) * 2 - 1, dtype)
+
+
+def _parameter(value: Any, shape: Sequence[int] | None, dtype: Any) -> Array:
+    """A distribution's parameter as an Array broadcast to ``shape`` (its own when None)."""
+    a = _lanes.asarray(value, dtype)
+    return a if shape is None else _lanes.broadcast_to(a, _shape(shape))
+
+
+def _until_all(draw: Any, init: tuple, key: Any) -> tuple:
+    """Runs ``draw(key, state) -> (state, done)`` with a fresh key each round until every
+    element is done (lax.while_loop: under vmap each example stops with its last element)."""
+    from . import numpy as lnp
+    from .lax import while_loop
+
+    def body(carry: tuple) -> tuple:
+        keys = _r.split(carry[0], 2)
+        return (keys[0],) + draw(keys[1], carry[1:])
+
+    return while_loop(lambda carry: ~lnp.all(carry[-1]), body, (key,) + init)[1:]
+
+
+def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = np.float32) -> Array:
+    """Gamma with shape ``a`` (an array: one per element) and scale 1, by Marsaglia and Tsang's
+    rejection method (each element draws until accepted, ~1.05 rounds on average); for a < 1 a
+    draw for a + 1 times u^(1/a)."""
+    a = _parameter(a, shape, dtype)
+    boosted = _lanes.less(a, 1.0)
+    d = _lanes.where(boosted, a + 1.0, a) - 1.0 / 3.0
+    c = 1.0 / _lanes.sqrt(d * 9.0)
+    loop_key, boost_key = _r.split(key, 2)[0], _r.split(key, 2)[1]
+
+    def draw(k: Any, state: tuple) -> tuple:
+        value, done = state
+        k1, k2 = _r.split(k, 2)[0], _r.split(k, 2)[1]
+        z = _r.normal(k1, a.shape, dtype)
+        u = _open_unit(k2, a.shape, dtype)
+        v = (z * c + 1.0) ** 3
+        positive = v > 0.0
+        safe_v = _lanes.where(positive, v, 1.0)
+        accept = positive & (_lanes.log(u) < z * z * 0.5 + d - d * safe_v + d * _lanes.log(safe_v))
+        fresh = accept & ~done
+        return _lanes.where(fresh, d * safe_v, value), done | accept
+
+    value, _ = _until_all(draw, (_lanes.full(a.shape, 0.0, dtype),
+                                 _lanes.less(_lanes.full(a.shape, 1.0, dtype), 0.0)), loop_key)
+    u = _open_unit(boost_key, a.shape, dtype)
+    return _lanes.where(boosted, value * _lanes.exp(_lanes.log(u) / a), value)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
+         dtype: Any = np.float32) -> Array:
+    """Beta(a, b): X / (X + Y) for X ~ Gamma(a), Y ~ Gamma(b)."""
+    if shape is None:
+        shape = np.broadcast_shapes(np.shape(np.asarray(a) if not isinstance(a, Array) else a),
+                                    np.shape(np.asarray(b) if not isinstance(b, Array) else b))
+    x = gamma(_r.split(key, 2)[0], a, shape, dtype)
+    y = gamma(_r.split(key, 2)[1], b, shape, dtype)
+    return x / (x + y)
+
+
+def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None,
+              dtype: Any = np.float32) -> Array:
+    """Dirichlet(alpha) over alpha's last axis: gammas normalized to sum to 1; ``shape`` is the
+    batch shape (alpha's leading dims broadcast to it)."""
+    alpha = _lanes.asarray(alpha, dtype)
+    batch = tuple(alpha.shape[:-1]) if shape is None else _shape(shape)
+    g = gamma(key, alpha, batch + (alpha.shape[-1],), dtype)
+    return g / _lanes.sum(g, [len(batch)], True)
+
+
+def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None,
+              dtype: Any = np.float32) -> Array:
+    """Chi-square with ``df`` degrees of freedom: 2 Gamma(df / 2)."""
+    return gamma(key, _lanes.asarray(df, dtype) * 0.5, shape, dtype) * 2.0
+
+
+def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = np.float32) -> Array:
+    """Student's t with ``df`` degrees of freedom: z / sqrt(chi2(df) / df)."""
+    df = _parameter(df, shape, dtype)
+    z = _r.normal(_r.split(key, 2)[0], df.shape, dtype)
+    return z * _lanes.sqrt(df / chisquare(_r.split(key, 2)[1], df, None, dtype))
+
+
+def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None,
+            dtype: Any = np.int32) -> Array:
+    """Poisson with rate ``lam``: the number of unit-rate exponential arrivals within lam. Each
+    round adds one arrival to every element still counting, so a call takes ~max(lam) + 1 rounds
+    (jax switches to a rejection method above lam = 10; here large rates cost more rounds)."""
+    lam = _parameter(lam, shape, np.float32)
+
+    def draw(k: Any, state: tuple) -> tuple:
+        count, elapsed, done = state
+        elapsed = elapsed - _lanes.log(_open_unit(k, lam.shape, np.float32))
+        over = elapsed > lam
+        return count + _lanes.where(over | done, 0, 1), elapsed, done | over
+
+    zeros = _lanes.full(lam.shape, 0.0, np.float32)
+    count, _, _ = _until_all(draw, (_lanes.full(lam.shape, 0, np.int32), zeros,
+                                    _lanes.less(lam, 0.0)), key)
+    return _lanes.cast(count, dtype)
