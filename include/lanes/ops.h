@@ -91,6 +91,11 @@ Tensor logical_xor(const Tensor& a, const Tensor& b);
 Tensor bitwise_and(const Tensor& a, const Tensor& b);
 Tensor bitwise_or(const Tensor& a, const Tensor& b);
 Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+/// a << b and a >> b on integers (promoted as numpy); the right shift is arithmetic for signed
+/// types. A count below 0 or of the width or more gives numpy's result: 0, or -1 for a negative a
+/// shifted right.
+Tensor left_shift(const Tensor& a, const Tensor& b);
+Tensor right_shift(const Tensor& a, const Tensor& b);
 /// ~x: every bit flipped for integers (-1 - x for signed, 255 - x for uint8); logical_not for bool.
 Tensor bitwise_not(const Tensor& x);
 

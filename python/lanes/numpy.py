@@ -84,6 +84,8 @@ bitwise_and = _lanes.bitwise_and
 bitwise_or = _lanes.bitwise_or
 bitwise_xor = _lanes.bitwise_xor
 bitwise_not = bitwise_invert = invert = _lanes.bitwise_not
+left_shift = bitwise_left_shift = _lanes.left_shift
+right_shift = bitwise_right_shift = _lanes.right_shift
 matmul = _lanes.matmul
 dot = _lanes.dot
 outer = _lanes.outer

@@ -319,7 +319,11 @@ void bind_array(nb::module_& m) {
       .LANES_OPERATOR("__or__", bitwise_or)
       .LANES_OPERATOR("__ror__", bitwise_or, true)
       .LANES_OPERATOR("__xor__", bitwise_xor)
-      .LANES_OPERATOR("__rxor__", bitwise_xor, true);
+      .LANES_OPERATOR("__rxor__", bitwise_xor, true)
+      .LANES_OPERATOR("__lshift__", left_shift)
+      .LANES_OPERATOR("__rlshift__", left_shift, true)
+      .LANES_OPERATOR("__rshift__", right_shift)
+      .LANES_OPERATOR("__rrshift__", right_shift, true);
   // Indexing is written in Python (lanes/_indexing.py) over the ops bound here.
   array
       .def(
@@ -327,7 +331,9 @@ void bind_array(nb::module_& m) {
           [](nb::handle self, nb::handle key) { return indexing("getitem")(self, key); },
           nb::arg("key").none(), nb::sig("def __getitem__(self, key: object | None) -> Array"),
           "numpy's indexing: ints, slices with any step, None, ..., one integer array and any "
-          "number of integer scalar arrays (traced or not: clamped, as jax reads).")
+          "number of integer scalar arrays (traced or not: clamped, as jax reads); several integer "
+          "arrays "
+          "broadcast together.")
       .def(
           "__setitem__",
           [](nb::handle, nb::handle, nb::handle) {

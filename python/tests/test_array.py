@@ -229,6 +229,34 @@ def test_bitwise_operators_on_integers_match_numpy(dtype: Any) -> None:
     assert_equal(lanes.jit(lambda v: ~v & 12)(lx), ~x & dtype(12))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.int64])
+def test_shifts_match_numpy(dtype: Any) -> None:
+    bits = np.iinfo(dtype).bits
+    x = np.array([0, 1, 5, 100, -7, -128, 3, 64], dtype=dtype) if dtype != np.uint8 else \
+        np.array([0, 1, 5, 100, 249, 128, 3, 64], dtype=dtype)
+    count = np.array([0, 1, 3, bits - 1, 2, 7, 5, 1], dtype=dtype)
+    lx, lc = lanes.asarray(x), lanes.asarray(count)
+    assert_equal(lx << lc, x << count)
+    assert_equal(lx >> lc, x >> count)  # arithmetic for signed types, as numpy's
+    assert_equal(lx << 2, x << dtype(2))
+    assert_equal(3 >> lc, dtype(3) >> count)
+    assert_equal(lanes.numpy.left_shift(lx, lc), np.left_shift(x, count))
+    assert_equal(lanes.jit(lambda a, b: (a << b) >> 1)(lx, lc), (x << count) >> dtype(1))
+    assert_equal(lanes.vmap(lambda a, b: a >> b)(lx, lc), x >> count)
+    # Counts of the width or more: 0, or -1 for a negative value shifted right (numpy's results;
+    # C++'s shift is undefined there).
+    far = lanes.asarray(np.full(8, bits + 3, dtype=dtype))
+    assert_equal(lx << far, np.zeros(8, dtype))
+    assert_equal(lx >> far, np.where(x < 0, dtype(-1) if dtype != np.uint8 else 0, 0).astype(dtype))
+
+
+def test_shifts_reject_floats_and_bools() -> None:
+    with pytest.raises(lanes.LanesError, match="left_shift"):
+        lanes.asarray(np.ones(3, np.float32)) << 1
+    with pytest.raises(lanes.LanesError, match="right_shift"):
+        lanes.asarray(np.ones(3, bool)) >> lanes.asarray(np.ones(3, bool))
+
+
 def test_bitwise_operators_promote_and_reject_floats() -> None:
     flags = np.array([True, False, True])
     ints = np.array([6, 5, 0], dtype=np.int32)

@@ -15,9 +15,25 @@ const char* unary_name(UnaryOp op) {
 }
 
 const char* binary_name(BinaryOp op) {
-  static constexpr const char* names[] = {"add", "sub",   "mul", "div", "pow", "max",
-                                          "min", "atan2", "eq",  "ne",  "lt",  "le",
-                                          "gt",  "ge",    "and", "or",  "xor"};
+  static constexpr const char* names[] = {"add",
+                                          "sub",
+                                          "mul",
+                                          "div",
+                                          "pow",
+                                          "max",
+                                          "min",
+                                          "atan2",
+                                          "eq",
+                                          "ne",
+                                          "lt",
+                                          "le",
+                                          "gt",
+                                          "ge",
+                                          "and",
+                                          "or",
+                                          "xor",
+                                          "shift_left",
+                                          "shift_right_arithmetic"};
   return names[static_cast<int>(op)];
 }
 
@@ -40,6 +56,9 @@ bool binary_accepts(BinaryOp op, DType d) {
     case BinaryOp::Or:
     case BinaryOp::Xor:
       return d == DType::Bool || is_integral(d);
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight:
+      return is_integral(d) && d != DType::Bool;
     case BinaryOp::Sub:
     case BinaryOp::Div:
     case BinaryOp::Pow:

@@ -76,6 +76,8 @@ enum class BinaryOp : uint8_t {
   And,  // bool: logical; integers: bitwise
   Or,
   Xor,
+  ShiftLeft,   // integers; a shift by a negative count or by the width or more gives 0
+  ShiftRight,  // integers, arithmetic for the signed ones; past the width: 0, or -1 if negative
 };
 
 /// lax-style names: "exp", "logistic", "add", "lt", ...

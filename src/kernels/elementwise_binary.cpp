@@ -39,6 +39,10 @@ void with_binary(BinaryOp op, Arith&& arith, Compare&& compare) {
     if (op == BinaryOp::Or) return arith(vm::Or{});
     if (op == BinaryOp::Xor) return arith(vm::Xor{});
   }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (op == BinaryOp::ShiftLeft) return arith(vm::ShiftLeft{});
+    if (op == BinaryOp::ShiftRight) return arith(vm::ShiftRight{});
+  }
   if constexpr (!std::is_same_v<T, bool>) {
     if (op == BinaryOp::Sub) return arith(vm::Sub{});
     if (op == BinaryOp::Div) return arith(vm::Div{});

@@ -270,6 +270,25 @@ LANES_BITWISE(Or, |)
 LANES_BITWISE(Xor, ^)
 #undef LANES_BITWISE
 
+// Shifts by a count outside [0, width) are defined here (C++ leaves them undefined): numpy's
+// results, 0 for a left shift, the sign (0 or -1) for a right one.
+struct ShiftLeft : ScalarOnly {
+  template <class T>
+  T operator()(T a, T count) const {
+    using U = std::make_unsigned_t<T>;
+    constexpr T width = T(sizeof(T) * 8);
+    return count < T(0) || count >= width ? T(0) : T(U(a) << U(count));
+  }
+};
+struct ShiftRight : ScalarOnly {
+  template <class T>
+  T operator()(T a, T count) const {
+    constexpr T width = T(sizeof(T) * 8);
+    if (count < T(0) || count >= width) return a < T(0) ? T(-1) : T(0);
+    return T(a >> count);  // arithmetic for signed T (C++20)
+  }
+};
+
 }  // namespace lanes::kernels::vm
 
 namespace lanes::kernels {

@@ -32,7 +32,7 @@ const PrimitivePtr& shared(Kind kind) {
   }();
   return prims.at(size_t(kind));
 }
-constexpr size_t kBinaryOps = size_t(BinaryOp::Xor) + 1;
+constexpr size_t kBinaryOps = size_t(BinaryOp::ShiftRight) + 1;
 constexpr size_t kUnaryOps = size_t(UnaryOp::LogicalNot) + 1;
 
 Tensor apply_binary(BinaryOp kind, const Tensor& x, const Tensor& y) {
@@ -210,6 +210,12 @@ Tensor bitwise_or(const Tensor& a, const Tensor& b) {
 }
 Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::Xor, "bitwise_xor", a, b);
+}
+Tensor left_shift(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::ShiftLeft, "left_shift", a, b);
+}
+Tensor right_shift(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::ShiftRight, "right_shift", a, b);
 }
 Tensor bitwise_not(const Tensor& x) {
   need(x, "bitwise_not", "x");

@@ -208,7 +208,7 @@ std::vector<Tensor> Binary::jvp(const std::vector<Tensor>& x, const std::vector<
                                 const std::vector<Tensor>& y) const {
   using K = kernels::BinaryOp;
   if (!is_floating(x[0].dtype()) || is_comparison() || kind_ == K::And || kind_ == K::Or ||
-      kind_ == K::Xor)
+      kind_ == K::Xor)  // (shifts take integers only)
     return {Tensor()};
   if (kind_ == K::Add) return {plus(t[0], t[1])};
   if (kind_ == K::Sub) return {plus(t[0], t[1].defined() ? negative(t[1]) : Tensor())};

@@ -204,6 +204,22 @@ std::vector<OpRow> make_rows() {
        {lanes::bitwise_xor, [](double a, double b) { return double(int64_t(a) ^ int64_t(b)); }}}};
   for (const auto& [op, fns] : bitwise)
     add_binary(rows, op, kBits, fns.first, fns.second, uniform2(-9, 9), same_dtype, 0, false);
+  // Shifts on integers, counts from -2 to 9 (uint8's wrap to 254, 255): a count outside the
+  // width gives numpy's 0, or -1 for a negative value shifted right.
+  const std::vector<DType> kShifted = {DType::UInt8, DType::Int32, DType::Int64};
+  auto outside = [](double count) { return count < 0 || count >= 64; };
+  add_binary(
+      rows, "left_shift", kShifted, lanes::left_shift,
+      [=](double a, double b) {
+        return outside(b) ? 0.0 : double(int64_t(uint64_t(int64_t(a)) << int64_t(b)));
+      },
+      uniform2(-2, 9), same_dtype, 0, false);
+  add_binary(
+      rows, "right_shift", kShifted, lanes::right_shift,
+      [=](double a, double b) {
+        return outside(b) ? (a < 0 ? -1.0 : 0.0) : double(int64_t(a) >> int64_t(b));
+      },
+      uniform2(-2, 9), same_dtype, 0, false);
 
   // Unary math (integers and bool become float32).
   add_math(
