@@ -250,8 +250,11 @@ struct FusedPass::Plan {
   Space s;
   int64_t numel = 0, len = 1, rows = 0, chunks = 1, per = 1, grain = 1;
   bool stream = false;
-  std::vector<StepGroup> groups;
-  std::vector<int32_t> buffers;  // plan_buffers
+  // The program's plan (FusedProgram::plan), or this pass's own when the program has none.
+  std::vector<StepGroup> own_groups;
+  std::vector<int32_t> own_buffers;
+  const std::vector<StepGroup>* groups = &p.groups;
+  const std::vector<int32_t>* buffers = &p.buffers;
   std::vector<int32_t> gathered;
   // Inputs read in place, gathered (those in `gathered`: not laid out as the output), of one
   // value broadcast (a zero) or of one row broadcast over the others (a bias, in a multi-row
@@ -344,8 +347,12 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
   // Short rows share a tile: `per` whole rows, gathered one after another into the registers, so
   // the steps run on a full tile. Tile by row, a (100, 32, 32) chain with a broadcast operand
   // paid its ~80 ns of dispatch per 32 elements and ran 3x slower than contiguous.
-  groups = plan_groups(p);
-  buffers = plan_buffers(p, groups);
+  if (p.groups.empty() && !p.steps.empty()) {
+    own_groups = plan_groups(p);
+    own_buffers = plan_buffers(p, own_groups);
+    groups = &own_groups;
+    buffers = &own_buffers;
+  }
   per = len >= kTile ? 1 : kTile / len;
   // An input laid out as a dense tile of the space is read in place (the output's own strides,
   // unless the space follows outputs whose rows are apart).
@@ -423,9 +430,10 @@ void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int6
   }
   const int64_t dense_offset = any_apart ? row * len + c0 : out_offset;
   auto out_tile = [&](size_t o) { return out_bases[o] + dense_offset * out_sizes[o]; };
-  for (const StepGroup& g : groups) {
+  for (const StepGroup& g : *groups) {
     const int32_t k = g.last;
-    char* dst = direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer(buffers[nin + k]);
+    char* dst =
+        direct[k] >= 0 && !stream ? out_tile(direct[k]) : regs.buffer((*buffers)[size_t(nin + k)]);
     run_group(p, g, reg, dst, n);
     reg[nin + k] = dst;
   }
@@ -546,8 +554,8 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
   char* results = static_cast<char*>(out.raw_mutable_data());
   const int64_t grain =
       std::max<int64_t>(1, 32768 / std::max<int64_t>(1, inner * int64_t(p.steps.size())));
-  const std::vector<StepGroup> groups = plan_groups(p);
-  const std::vector<int32_t> buffers = plan_buffers(p, groups);
+  const std::vector<StepGroup> groups = p.groups.empty() ? plan_groups(p) : p.groups;
+  const std::vector<int32_t> buffers = p.groups.empty() ? plan_buffers(p, groups) : p.buffers;
   parallel_for(outer, grain, [&](int64_t b, int64_t e) {
     const std::unique_ptr<RowReduction> reduction = make_row_reduction(op, dtype);
     Registers regs(nreg);

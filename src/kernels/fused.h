@@ -30,10 +30,25 @@ struct FusedStep {
   std::array<int32_t, 3> args{-1, -1, -1};
 };
 
+/// Steps first..last of a program, run as one call on a tile: one step, or a conversion to
+/// float32, a unary op and a conversion from float32 (either conversion may be missing) as one
+/// converting_unary loop (fused_convert.h).
+struct StepGroup {
+  int32_t first, last;
+};
+
 struct FusedProgram {
   std::vector<DType> input_types;
   std::vector<FusedStep> steps;
   std::vector<int32_t> outputs;  // registers written to the output tensors, in order
+  /// How the passes run the steps (fused_steps.h), planned once by plan() rather than by every
+  /// pass: the groups called on each tile, and the register buffer each register is written to.
+  /// Empty until planned (a pass then plans for itself).
+  std::vector<StepGroup> groups;
+  std::vector<int32_t> buffers;
+
+  /// Fills groups and buffers, once the steps and outputs are final.
+  void plan();
 
   int32_t num_registers() const { return int32_t(input_types.size() + steps.size()); }
   DType register_type(int32_t r) const;

@@ -107,6 +107,11 @@ void run_group(const FusedProgram& p, const StepGroup& g, const std::vector<cons
   converting_unary(in, UnaryOp(unary.op), result, reg[p.steps[g.first].args[0]], out, n);
 }
 
+void FusedProgram::plan() {
+  groups = plan_groups(*this);
+  buffers = plan_buffers(*this, groups);
+}
+
 DType FusedProgram::register_type(int32_t r) const {
   const int32_t n = int32_t(input_types.size());
   return r < n ? input_types[r] : steps[r - n].result_type;

@@ -8,13 +8,8 @@
 
 namespace lanes::kernels {
 
-// Steps first..last of a program, run as one call on a tile: one step, or a conversion to
-// float32, a unary op and a conversion from float32 (either conversion may be missing) as one
-// converting_unary loop (fused_convert.h), which overlaps the op with the conversions that the
-// step-by-step order ran each alone.
-struct StepGroup {
-  int32_t first, last;
-};
+// A StepGroup (fused.h) of a conversion, a unary op and a conversion runs as one loop, which
+// overlaps the op with the conversions that the step-by-step order ran each alone.
 
 /// The program's steps as groups, in order.
 std::vector<StepGroup> plan_groups(const FusedProgram& p);

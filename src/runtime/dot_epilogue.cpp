@@ -57,7 +57,9 @@ class DotEpilogue : public Primitive {
         program_(std::move(program)),
         shape_(std::move(shape)),
         product_(product),
-        concat_(concat) {}
+        concat_(concat) {
+    program_.plan();
+  }
 
   std::string name() const override { return "dot_epilogue"; }
   std::string params() const override {

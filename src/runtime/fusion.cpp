@@ -36,7 +36,9 @@ class FusedElementwise : public Primitive {
  public:
   FusedElementwise(FusedProgram program, Shape shape, std::optional<TailReduce> reduce = {},
                    std::optional<ConcatParts> concat = {})
-      : program_(std::move(program)), shape_(std::move(shape)), reduce_(reduce), concat_(concat) {}
+      : program_(std::move(program)), shape_(std::move(shape)), reduce_(reduce), concat_(concat) {
+    program_.plan();
+  }
   std::string name() const override { return "fused_elementwise"; }
   std::string params() const override {
     std::string out = program_.describe();
