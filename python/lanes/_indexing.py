@@ -215,13 +215,17 @@ class _IndexUpdate:
         else:
             value = _lanes.cast(_lanes.asarray(value, None), x.dtype)
             updates = _lanes.broadcast_to(value, positions.shape)
-        for ok in (self._scalars_in_bounds(), inside):
-            if ok is not None:  # out of bounds: to one element past the end, dropped after
-                positions = _lanes.where(ok, positions, x.size)
-        flat = _lanes.concatenate([_lanes.reshape(x, (x.size,)), _lanes.full((1,), 0.0, x.dtype)], 0)
+        flat = _lanes.reshape(x, (x.size,))
+        checks = [ok for ok in (self._scalars_in_bounds(), inside) if ok is not None]
+        for ok in checks:  # out of bounds: to one element past the end, dropped after
+            positions = _lanes.where(ok, positions, x.size)
+        if checks:
+            flat = _lanes.concatenate([flat, _lanes.full((1,), 0.0, x.dtype)], 0)
         flat = _lanes.scatter(flat, _lanes.reshape(positions, (positions.size,)),
                               _lanes.reshape(updates, (positions.size,)), mode, 0)
-        return _lanes.reshape(_lanes.slice_axis(flat, 0, 0, x.size, 1), x.shape)
+        if checks:
+            flat = _lanes.slice_axis(flat, 0, 0, x.size, 1)
+        return _lanes.reshape(flat, x.shape)
 
     def get(self) -> Array:
         """``x[key]``."""
