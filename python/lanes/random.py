@@ -165,6 +165,12 @@ def truncated_normal(key: Any, lower: float, upper: float, shape: Sequence[int] 
 
 # ---- distributions made from the draws above (jax.random's names and parameters) ------------
 
+def _two(key: Any) -> tuple[Array, Array]:
+    """Two keys from one split."""
+    keys = _r.split(key, 2)
+    return keys[0], keys[1]
+
+
 def _open_unit(key: Any, shape: tuple[int, ...], dtype: Any) -> Array:
     """Uniform in (0, 1): never 0, so that its logarithm is finite."""
     return _r.uniform(key, shape, dtype, float(np.finfo(dtype).tiny), 1.0)
@@ -211,8 +217,8 @@ def _until_all(draw: Any, init: tuple, key: Any) -> tuple:
     from .lax import while_loop
 
     def body(carry: tuple) -> tuple:
-        keys = _r.split(carry[0], 2)
-        return (keys[0],) + draw(keys[1], carry[1:])
+        next_key, key_now = _two(carry[0])
+        return (next_key,) + draw(key_now, carry[1:])
 
     return while_loop(lambda carry: ~lnp.all(carry[-1]), body, (key,) + init)[1:]
 
@@ -225,11 +231,11 @@ def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = np.
     boosted = _lanes.less(a, 1.0)
     d = _lanes.where(boosted, a + 1.0, a) - 1.0 / 3.0
     c = 1.0 / _lanes.sqrt(d * 9.0)
-    loop_key, boost_key = _r.split(key, 2)[0], _r.split(key, 2)[1]
+    loop_key, boost_key = _two(key)
 
     def draw(k: Any, state: tuple) -> tuple:
         value, done = state
-        k1, k2 = _r.split(k, 2)[0], _r.split(k, 2)[1]
+        k1, k2 = _two(k)
         z = _r.normal(k1, a.shape, dtype)
         u = _open_unit(k2, a.shape, dtype)
         v = (z * c + 1.0) ** 3
@@ -251,8 +257,9 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None,
     if shape is None:
         shape = np.broadcast_shapes(np.shape(np.asarray(a) if not isinstance(a, Array) else a),
                                     np.shape(np.asarray(b) if not isinstance(b, Array) else b))
-    x = gamma(_r.split(key, 2)[0], a, shape, dtype)
-    y = gamma(_r.split(key, 2)[1], b, shape, dtype)
+    kx, ky = _two(key)
+    x = gamma(kx, a, shape, dtype)
+    y = gamma(ky, b, shape, dtype)
     return x / (x + y)
 
 
@@ -275,8 +282,9 @@ def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None,
 def t(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = np.float32) -> Array:
     """Student's t with ``df`` degrees of freedom: z / sqrt(chi2(df) / df)."""
     df = _parameter(df, shape, dtype)
-    z = _r.normal(_r.split(key, 2)[0], df.shape, dtype)
-    return z * _lanes.sqrt(df / chisquare(_r.split(key, 2)[1], df, None, dtype))
+    kz, kc = _two(key)
+    z = _r.normal(kz, df.shape, dtype)
+    return z * _lanes.sqrt(df / chisquare(kc, df, None, dtype))
 
 
 def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None,
