@@ -136,6 +136,16 @@ struct Group {
   bool open = true;
 };
 
+// Moves group `from`'s members into group `into`, keeping them in node order.
+void absorb(std::vector<Group>& groups, std::vector<int64_t>& group_of_node, int64_t from,
+            int64_t into) {
+  for (size_t m : groups[from].members) group_of_node[m] = into;
+  auto& members = groups[into].members;
+  members.insert(members.end(), groups[from].members.begin(), groups[from].members.end());
+  std::sort(members.begin(), members.end());
+  groups[from].members.clear();
+}
+
 // A group as a program: outside inputs become registers 0..k-1, members' outputs the steps; the
 // values read outside the group are the outputs.
 struct Chain {
@@ -290,11 +300,7 @@ void merge_siblings(const Graph& g, std::vector<Group>& groups, std::vector<int6
             first_read[a] <= last(b) ||
             g.types[g.nodes[groups[a].members[0]].outputs[0]].shape != shape)
           continue;
-        for (size_t m : groups[a].members) group_of_node[m] = b;
-        auto& members = groups[b].members;
-        members.insert(members.end(), groups[a].members.begin(), groups[a].members.end());
-        std::sort(members.begin(), members.end());
-        groups[a].members.clear();
+        absorb(groups, group_of_node, a, b);
         first_read[b] = std::min(first_read[b], first_read[a]);
       }
   }
@@ -364,11 +370,7 @@ Graph fuse_elementwise(const Graph& g) {
         }
         // A second open group feeds this node: merge it in. Neither has an outside reader yet,
         // so the merged group runs at its last member like any other.
-        for (size_t m : groups[id].members) group_of_node[m] = join;
-        auto& members = groups[join].members;
-        members.insert(members.end(), groups[id].members.begin(), groups[id].members.end());
-        std::sort(members.begin(), members.end());
-        groups[id].members.clear();
+        absorb(groups, group_of_node, id, join);
         groups[id].open = false;
       }
       if (join < 0) {
