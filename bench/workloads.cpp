@@ -91,6 +91,7 @@ struct Options {
   bool quick = false;                 // 3 warm-ups + 2 runs per variant, for CI smoke tests
   std::string dump_dir;               // --dump-inputs: write the inputs here and time nothing
   bool no_loop = false;               // --no-loop: skip the loop variants
+  bool list = false;                  // --list: print the workloads' names and exit
   std::vector<std::string> variants;  // --variant: only these (empty: all)
   int callers = 1;                    // --callers: application threads calling each variant at once
   bool roofline = false;              // --roofline: peaks, flops and the fraction of the bound
@@ -298,6 +299,16 @@ void print_json(const Result& r, int threads, const Peaks* peaks) {
         r.work->flops, r.work->input_bytes, r.work->output_bytes, roof.gflops, roof.gbs,
         roof.bound_ms, roof.fraction, roof.compute_bound ? "compute" : "memory");
   }
+  if (!r.profile.empty()) {  // the primitives one call evaluated (python_vs_cpp.py reads them)
+    std::printf(",\"evaluations\":{");
+    const char* sep = "";
+    for (const auto& [name, c] : r.profile) {
+      std::printf("%s\"%s\":%lld", sep, json_escape(name).c_str(),
+                  static_cast<long long>(c.evaluations));
+      sep = ",";
+    }
+    std::printf("}");
+  }
   std::printf("}\n");
   std::fflush(stdout);
 }
@@ -467,6 +478,8 @@ std::optional<Options> parse(int argc, char** argv) {
       o.dump_dir = argv[++i];
     } else if (a == "--no-loop") {
       o.no_loop = true;
+    } else if (a == "--list") {
+      o.list = true;
     } else if (a == "--variant" && i + 1 < argc) {
       o.variants.push_back(argv[++i]);
     } else if (a == "--callers" && i + 1 < argc) {
@@ -479,7 +492,7 @@ std::optional<Options> parse(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--workload NAME]... [--threads N] [--json-only] [--quick] "
                    "[--no-loop] [--variant NAME]... [--callers N] [--roofline] [--profile] "
-                   "[--dump-inputs DIR]\n",
+                   "[--dump-inputs DIR] [--list]\n",
                    argv[0]);
       return std::nullopt;
     }
@@ -508,6 +521,10 @@ int main(int argc, char** argv) {
     if (opt->names.empty() ||
         std::find(opt->names.begin(), opt->names.end(), w.name) != opt->names.end())
       selected.push_back(w);
+  if (opt->list) {  // the names, one per line, for scripts (bench/peers/python_vs_cpp.py)
+    for (const Workload& w : selected) std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
   lanes::set_num_threads(opt->threads);
   if (!opt->dump_dir.empty()) {
     try {

@@ -190,6 +190,19 @@ TEST(Passes, IdentityPrimitivesAreTheOperand) {
   expect_equal(detail::execute(opt, {v})[0], v);
 }
 
+// A slice that keeps every element (a Jacobian's one block of one leaf, a vmap of it) runs as its
+// operand; a slice that drops any element stays.
+TEST(Passes, SliceOfEveryElementIsTheOperand) {
+  const Tensor x = randn({4, 3}, 10);
+  auto whole = [](const Tensor& v) { return slice_axis(v, -1, 0, 3) * 2.0; };
+  auto part = [](const Tensor& v) { return slice_axis(v, -1, 0, 3, 2) * 2.0; };
+  EXPECT_EQ(count(optimized(whole, x), "slice"), 0) << optimized(whole, x);
+  EXPECT_EQ(count(optimized(vmap(whole), x), "slice"), 0) << optimized(vmap(whole), x);
+  EXPECT_EQ(count(optimized(part, x), "slice"), 1) << optimized(part, x);
+  expect_equal(compile(whole)(x), whole(x));
+  expect_equal(compile(vmap(part))(x), vmap(part)(x));
+}
+
 TEST(Passes, FoldsNodesWhoseInputsAreConstants) {
   auto f = [](const Tensor& v, const Tensor& w) {
     return std::make_tuple(exp(v) * 2.0 + sum(v), transpose(matmul(v, w)));

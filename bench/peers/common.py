@@ -159,13 +159,14 @@ def _percentile(times, q):
 def run_all(system, versions, block, to_numpy, argv=None):
     """The command line of a peer script: --inputs DIR (the dump), --workload NAME (repeatable),
     --variant NAME (repeatable), --threads N (only reported: the script pins its threads before
-    importing its framework), --quick. Prints one JSON line per (workload, variant) on stdout."""
+    importing its framework), --quick, --no-loop (skip the loop variants, as in C++). Prints one JSON line per (workload, variant) on stdout."""
     p = argparse.ArgumentParser(description=f"{system} on the lanes workloads")
     p.add_argument("--inputs", required=True, help="directory written by workloads --dump-inputs")
     p.add_argument("--workload", action="append", default=[])
     p.add_argument("--variant", action="append", default=[])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--no-loop", action="store_true")
     args = p.parse_args(argv)
     names = args.workload or list(WORKLOADS)
     print(json.dumps({"system": system, "versions": versions, "threads": args.threads}),
@@ -185,7 +186,7 @@ def run_all(system, versions, block, to_numpy, argv=None):
             emit("setup", error=f"{type(e).__name__}: {e}")
             continue
         for vname, v in variants.items():
-            if args.variant and vname not in args.variant:
+            if args.variant and vname not in args.variant or args.no_loop and vname == "loop":
                 continue
             if isinstance(v, Skip):
                 emit(vname, skipped=v.why)

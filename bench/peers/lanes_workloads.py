@@ -808,7 +808,37 @@ def ode_rk4(inputs, params):
     return mapped_variants(lanes.grad(loss), (None, 0, 0), (p, y0, target), manual=manual)
 
 
+def print_evaluations(argv):
+    """--evaluations: per workload, the primitives one warm vmap+compile call evaluates
+    (lanes.FlopCounter), as JSON lines {"workload", "variant", "evaluations": {name: count}}; for
+    bench/peers/python_vs_cpp.py, which checks them against the C++ bench's (--profile)."""
+    import argparse
+    import json
+    from common import WORKLOADS, load_inputs
+    p = argparse.ArgumentParser()
+    p.add_argument("--inputs", required=True)
+    p.add_argument("--workload", action="append", default=[])
+    p.add_argument("--variant", default="vmap+compile")
+    args, _ = p.parse_known_args(argv)
+    for name in args.workload or list(WORKLOADS):
+        inputs, params = load_inputs(args.inputs, name)
+        run = WORKLOADS[name](inputs, params).get(args.variant)
+        if run is None or isinstance(run, Skip):
+            continue
+        run = run.run if isinstance(run, Variant) else run
+        for _ in range(2):  # traced and compiled: the count is of a warm call
+            run()
+        with lanes.FlopCounter() as c:
+            run()
+        print(json.dumps({"workload": name, "variant": args.variant, "evaluations":
+                          {k: v["evaluations"] for k, v in c.by_primitive.items()}}),
+              flush=True)
+
+
 def main():
+    if "--evaluations" in sys.argv:
+        print_evaluations([a for a in sys.argv[1:] if a != "--evaluations"])
+        return
     import platform
     import subprocess
     root = os.path.dirname(os.path.dirname(HERE))

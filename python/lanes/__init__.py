@@ -26,7 +26,7 @@ from ._api import (
     vmap,
 )
 from ._custom import custom_jvp, custom_vjp, custom_vmap
-from ._lanes import Array, LanesError, num_threads, set_num_threads
+from ._lanes import Array, FlopCounter, LanesError, num_threads, set_num_threads
 from ._tracing import ConcretizationError
 
 Variable = _lanes.Variable
@@ -36,6 +36,7 @@ from . import numpy as numpy  # noqa: E402
 __all__ = [
     "Array",
     "ConcretizationError",
+    "FlopCounter",
     "LanesError",
     "Variable",
     "asarray",

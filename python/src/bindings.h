@@ -73,5 +73,6 @@ void bind_control_flow(nb::module_& m);
 void bind_random(nb::module_& m);
 void bind_variables(nb::module_& m);
 void bind_custom(nb::module_& m);
+void bind_cost(nb::module_& m);
 
 }  // namespace lanes::python

@@ -30,4 +30,5 @@ NB_MODULE(_lanes, m) {
   bind_random(m);
   bind_variables(m);
   bind_custom(m);
+  bind_cost(m);
 }

@@ -78,7 +78,8 @@ Perm inverse(const Perm& perm) {
   return inv;
 }
 
-// reshape, broadcast_in_dim and convert_element_type to their input's own type, transpose by the
+// reshape, broadcast_in_dim, convert_element_type and slice to their input's own type (a slice
+// that keeps every element: a Jacobian's one block when there is one leaf), transpose by the
 // identity and reductions over no axes return their input unchanged. (A broadcast_in_dim to its
 // input's shape has dims 0..n-1: they are increasing and as many as the output's.)
 std::optional<Rewrite> drop_identity(const GraphView& g, const Primitive& p, const Ins& ins,
@@ -88,7 +89,8 @@ std::optional<Rewrite> drop_identity(const GraphView& g, const Primitive& p, con
   const auto* r = as<prim::Reduce>(p);
   const auto* pad = as<prim::Pad>(p);
   const bool same = as<prim::Reshape>(p) || as<prim::BroadcastInDim>(p) || as<prim::Cast>(p) ||
-                    (t && is_identity(t->perm())) || (r && r->axes().empty()) ||
+                    as<prim::Slice>(p) || (t && is_identity(t->perm())) ||
+                    (r && r->axes().empty()) ||
                     (pad && std::ranges::all_of(pad->low(), [](int64_t x) { return x == 0; }) &&
                      std::ranges::all_of(pad->high(), [](int64_t x) { return x == 0; }));
   if (!same) return {};
