@@ -14,7 +14,8 @@
 #    latter);
 # 3. the inputs: build/bench/workloads --dump-inputs build/peers-inputs;
 # 4. lanes, lanes-python (PYTHONPATH=build/python), jax, torch and mlx (when build/peers-venv
-#    has it: mlx[cpu]) one after the other, each
+#    has it: mlx[cpu]) one after the other on each workload in turn (a process per system and
+#    row, so a row's cells are measured minutes, not the whole run, apart), each
 #    pinned to the same N cores (default 2) with taskset and told to use N threads
 #    (bench/peers/README.md);
 # 5. bench/peers/report.py: checks every peer's checksums against lanes' and writes
@@ -143,17 +144,25 @@ run() {  # run NAME COMMAND...: its JSON lines to $results/NAME.jsonl, its stder
     grep '"error"' "$results/$name.jsonl" | cut -c1-300 >&2
   fi
 }
+# run_row NAME WORKLOAD COMMAND...: as run, for one workload, appending to NAME.jsonl / NAME.log.
+run_row() {
+  local name=$1 row=$2
+  shift 2
+  if ! "${pin[@]}" "$@" --workload "$row" >> "$results/$name.jsonl" 2>> "$results/$name.log"; then
+    echo "bench_peers: $name exited nonzero on $row; see $results/$name.log" >&2
+    failed=1
+  fi
+}
 export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
-lanes_cmd=(build/bench/workloads --json-only --threads "$threads" "${quick[@]}" "${selected[@]}")
+lanes_cmd=(build/bench/workloads --json-only --threads "$threads" "${quick[@]}")
 lanes_py_cmd=(env "PYTHONPATH=$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" "$py"
-  bench/peers/lanes_workloads.py --inputs "$inputs" --threads "$threads" "${quick[@]}"
-  "${selected[@]}")
+  bench/peers/lanes_workloads.py --inputs "$inputs" --threads "$threads" "${quick[@]}")
 jax_cmd=("$py" bench/peers/jax_workloads.py --inputs "$inputs" --threads "$threads"
-  "${quick[@]}" "${selected[@]}")
+  "${quick[@]}")
 torch_cmd=("$py" bench/peers/torch_workloads.py --inputs "$inputs" --threads "$threads"
-  "${quick[@]}" "${selected[@]}")
+  "${quick[@]}")
 mlx_cmd=("$py" bench/peers/mlx_workloads.py --inputs "$inputs" --threads "$threads"
-  "${quick[@]}" "${selected[@]}")
+  "${quick[@]}")
 
 if [ "$twin" = 1 ]; then
   # The twin and the run measured beside it each get a session and so a process group of their
@@ -218,26 +227,47 @@ if [ "$twin" = 1 ]; then
       grep '"error"' "$results/$name.jsonl" | cut -c1-300 >&2
     fi
   }
-  run lanes "${lanes_cmd[@]}"
-  run_beside_twin lanes "${lanes_cmd[@]}"
+  run lanes "${lanes_cmd[@]}" "${selected[@]}"
+  run_beside_twin lanes "${lanes_cmd[@]}" "${selected[@]}"
   if [ "$lanes_python" = 1 ]; then
-    run lanes-python "${lanes_py_cmd[@]}"
-    run_beside_twin lanes-python "${lanes_py_cmd[@]}"
+    run lanes-python "${lanes_py_cmd[@]}" "${selected[@]}"
+    run_beside_twin lanes-python "${lanes_py_cmd[@]}" "${selected[@]}"
   fi
-  run jax "${jax_cmd[@]}"
-  run_beside_twin jax "${jax_cmd[@]}"
-  run torch "${torch_cmd[@]}"
-  run_beside_twin torch "${torch_cmd[@]}"
+  run jax "${jax_cmd[@]}" "${selected[@]}"
+  run_beside_twin jax "${jax_cmd[@]}" "${selected[@]}"
+  run torch "${torch_cmd[@]}" "${selected[@]}"
+  run_beside_twin torch "${torch_cmd[@]}" "${selected[@]}"
   if [ "$mlx" = 1 ]; then
-    run mlx "${mlx_cmd[@]}"
-    run_beside_twin mlx "${mlx_cmd[@]}"
+    run mlx "${mlx_cmd[@]}" "${selected[@]}"
+    run_beside_twin mlx "${mlx_cmd[@]}" "${selected[@]}"
   fi
 else
-  run lanes "${lanes_cmd[@]}"
-  if [ "$lanes_python" = 1 ]; then run lanes-python "${lanes_py_cmd[@]}"; fi
-  run jax "${jax_cmd[@]}"
-  run torch "${torch_cmd[@]}"
-  if [ "$mlx" = 1 ]; then run mlx "${mlx_cmd[@]}"; fi
+  # Row by row, every system one after the other on each workload: a row's cells are measured
+  # within a minute or two of each other, not the whole run apart. This VM's speed drifts by
+  # 20-40% over tens of minutes (host load it cannot see), which moved whole columns against
+  # each other when each system ran all its rows in turn.
+  rows=()
+  for ((i = 1; i < ${#selected[@]}; i += 2)); do rows+=("${selected[i]}"); done
+  [ ${#rows[@]} -gt 0 ] || mapfile -t rows < <(build/bench/workloads --list)
+  systems=(lanes)
+  if [ "$lanes_python" = 1 ]; then systems+=(lanes-python); fi
+  systems+=(jax torch)
+  if [ "$mlx" = 1 ]; then systems+=(mlx); fi
+  for s in "${systems[@]}"; do : > "$results/$s.jsonl"; : > "$results/$s.log"; done
+  for row in "${rows[@]}"; do
+    say "$row: ${systems[*]}"
+    run_row lanes "$row" "${lanes_cmd[@]}"
+    if [ "$lanes_python" = 1 ]; then run_row lanes-python "$row" "${lanes_py_cmd[@]}"; fi
+    run_row jax "$row" "${jax_cmd[@]}"
+    run_row torch "$row" "${torch_cmd[@]}"
+    if [ "$mlx" = 1 ]; then run_row mlx "$row" "${mlx_cmd[@]}"; fi
+  done
+  for s in "${systems[@]}"; do
+    if grep -q '"error"' "$results/$s.jsonl"; then
+      echo "bench_peers: $s had failing variants:" >&2
+      grep '"error"' "$results/$s.jsonl" | cut -c1-300 >&2
+    fi
+  done
 fi
 
 # ---- 5. the table and the chart ------------------------------------------------------------------
