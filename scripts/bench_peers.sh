@@ -131,6 +131,12 @@ else
   echo "bench_peers: $threads threads on $(nproc) cores: not pinning to cores" >&2
 fi
 failed=0
+say_errors() {  # say_errors NAME: the failing variants in $results/NAME.jsonl, on stderr
+  if grep -q '"error"' "$results/$1.jsonl"; then
+    echo "bench_peers: $1 had failing variants:" >&2
+    grep '"error"' "$results/$1.jsonl" | cut -c1-300 >&2
+  fi
+}
 run() {  # run NAME COMMAND...: its JSON lines to $results/NAME.jsonl, its stderr to NAME.log
   local name=$1
   shift
@@ -139,10 +145,7 @@ run() {  # run NAME COMMAND...: its JSON lines to $results/NAME.jsonl, its stder
     echo "bench_peers: $name exited nonzero; see $results/$name.log" >&2
     failed=1
   fi
-  if grep -q '"error"' "$results/$name.jsonl"; then
-    echo "bench_peers: $name had failing variants:" >&2
-    grep '"error"' "$results/$name.jsonl" | cut -c1-300 >&2
-  fi
+  say_errors "$name"
 }
 # run_row NAME WORKLOAD COMMAND...: as run, for one workload, appending to NAME.jsonl / NAME.log.
 run_row() {
@@ -222,10 +225,7 @@ if [ "$twin" = 1 ]; then
       echo "bench_peers: $name exited with $rc; see $results/$name.log" >&2
       failed=1
     fi
-    if grep -q '"error"' "$results/$name.jsonl"; then
-      echo "bench_peers: $name had failing variants:" >&2
-      grep '"error"' "$results/$name.jsonl" | cut -c1-300 >&2
-    fi
+    say_errors "$name"
   }
   run lanes "${lanes_cmd[@]}" "${selected[@]}"
   run_beside_twin lanes "${lanes_cmd[@]}" "${selected[@]}"
@@ -262,12 +262,7 @@ else
     run_row torch "$row" "${torch_cmd[@]}"
     if [ "$mlx" = 1 ]; then run_row mlx "$row" "${mlx_cmd[@]}"; fi
   done
-  for s in "${systems[@]}"; do
-    if grep -q '"error"' "$results/$s.jsonl"; then
-      echo "bench_peers: $s had failing variants:" >&2
-      grep '"error"' "$results/$s.jsonl" | cut -c1-300 >&2
-    fi
-  done
+  for s in "${systems[@]}"; do say_errors "$s"; done
 fi
 
 # ---- 5. the table and the chart ------------------------------------------------------------------

@@ -31,7 +31,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from report import best, read_jsonl  # noqa: E402
+from report import best, parse_jsonl  # noqa: E402
 
 WORKLOADS = os.path.join(ROOT, "build", "bench", "workloads")
 
@@ -39,10 +39,7 @@ WORKLOADS = os.path.join(ROOT, "build", "bench", "workloads")
 def run_json(cmd, system):
     """{workload: {variant: record}} of the JSON lines cmd prints."""
     out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    path = os.path.join(ROOT, "build", f".python_vs_cpp.{system}.jsonl")
-    with open(path, "w") as f:
-        f.write(out)
-    return read_jsonl(path, system)[0]
+    return parse_jsonl(out.splitlines(), system)[0]
 
 
 def same_graph(name, inputs):
@@ -50,12 +47,7 @@ def same_graph(name, inputs):
     through both APIs ("yes", or what differs as C++/Python counts): the C++ bench's --profile
     against lanes_workloads.py --evaluations (lanes.FlopCounter)."""
     def counts(cmd, variant):
-        for line in subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True,
-                                   text=True).stdout.splitlines():
-            r = json.loads(line) if line.startswith("{") else {}
-            if r.get("variant") == variant and "evaluations" in r:
-                return r["evaluations"]
-        return None
+        return run_json(cmd, "").get(name, {}).get(variant, {}).get("evaluations")
     for variant in ("vmap+compile", "vmap+compile (budget)"):
         cpp = counts([WORKLOADS, "--workload", name, "--variant", variant, "--json-only",
                       "--profile", "--quick"], variant)

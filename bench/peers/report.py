@@ -53,18 +53,23 @@ TIE = 1.05  # a ratio within 5% either way is a tie: closer than this machine's 
 
 def read_jsonl(path, system):
     """{workload: {variant: record}} and the header line (peers print one first)."""
-    rows, header = {}, {}
     with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            r = json.loads(line)
-            if "workload" not in r:
-                header = r
-                continue
-            r.setdefault("system", system)
-            rows.setdefault(r["workload"], {})[r["variant"]] = r
+        return parse_jsonl(f, system)
+
+
+def parse_jsonl(lines, system):
+    """read_jsonl of lines already in hand (a command's stdout)."""
+    rows, header = {}, {}
+    for line in lines:
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        r = json.loads(line)
+        if "workload" not in r:
+            header = r
+            continue
+        r.setdefault("system", system)
+        rows.setdefault(r["workload"], {})[r["variant"]] = r
     return rows, header
 
 
