@@ -34,6 +34,15 @@ struct TensorType {
   bool operator==(const TensorType&) const = default;
 };
 
+/// Streams a type as messages print it, "(3, 4) float32", without building the string unless an
+/// error is thrown (check's arguments are evaluated on every call, and shape rules run on every
+/// traced op): check(ok, "select: cond ", fmt(in[0]), ...).
+struct TypeFmt {
+  const TensorType& type;
+};
+inline TypeFmt fmt(const TensorType& t) { return {t}; }
+std::ostream& operator<<(std::ostream& os, TypeFmt t);
+
 /// A value while vmap batches a graph: `value` holds the examples along axis `dim`, or is shared
 /// by every example when dim == kNotMapped (unbatched values stay unbatched: invariant work is
 /// done once).

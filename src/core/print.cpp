@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "lanes/primitive.h"
 #include "lanes/tensor.h"
 
 namespace lanes {
@@ -114,6 +115,10 @@ struct Printer {
 };
 
 }  // namespace
+
+std::ostream& operator<<(std::ostream& os, TypeFmt t) {
+  return os << shape_str(t.type.shape) << ' ' << dtype_name(t.type.dtype);
+}
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(undefined)";

@@ -14,9 +14,9 @@ namespace lanes::kernels {
 namespace {
 
 constexpr uint32_t kParity = 0x1BD11BDA;  // Threefry's key schedule
-constexpr int kBlock = 16;  // counters hashed in lockstep (fixed trip counts vectorize)
+constexpr int kLockstep = 16;  // counters hashed in lockstep (fixed trip counts vectorize)
 // A hash is ~100 integer operations: a few thousand make a chunk worth a thread dispatch.
-constexpr int64_t kGrain = 4096;
+constexpr int64_t kDrawGrain = 4096;
 
 // N counters' words, hashed in lockstep: Block for runs of outputs, Lanes<1> for one hash.
 template <int N>
@@ -24,7 +24,7 @@ struct Lanes {
   alignas(64) uint32_t x0[N];
   alignas(64) uint32_t x1[N];
 };
-using Block = Lanes<kBlock>;
+using Block = Lanes<kLockstep>;
 
 // One Threefry round on every lane. The rotation is a template argument so that the loop
 // vectorizes (a runtime rotation amount makes the compiler give up on it).
@@ -67,23 +67,23 @@ void hash(uint32_t k0, uint32_t k1, Lanes<N>& b) {
 
 // The counters first, first + 1, ... as (high word, low word) pairs.
 void load_counters(uint64_t first, Block& b) {
-  for (int j = 0; j < kBlock; ++j) {
+  for (int j = 0; j < kLockstep; ++j) {
     const uint64_t c = first + uint64_t(j);
     b.x0[j] = static_cast<uint32_t>(c >> 32);
     b.x1[j] = static_cast<uint32_t>(c);
   }
 }
 
-// Calls emit(pos, n, block) for every run of n <= kBlock outputs starting at flat position pos
+// Calls emit(pos, n, block) for every run of n <= kLockstep outputs starting at flat position pos
 // of a (nkeys, per_key) output, block holding the hashes of those positions' counters. In
 // parallel over positions; each value depends only on its key and counter.
 template <class Emit>
 void for_each_hash(const int64_t* keys, int64_t nkeys, int64_t per_key, Emit&& emit) {
-  parallel_for(nkeys * per_key, kGrain, [&](int64_t begin, int64_t end) {
+  parallel_for(nkeys * per_key, kDrawGrain, [&](int64_t begin, int64_t end) {
     Block b;
     for (int64_t pos = begin; pos < end;) {
       const int64_t q = pos / per_key, i = pos % per_key;
-      const int64_t n = std::min<int64_t>({end - pos, per_key - i, kBlock});
+      const int64_t n = std::min<int64_t>({end - pos, per_key - i, kLockstep});
       const auto key = static_cast<uint64_t>(keys[q]);
       load_counters(static_cast<uint64_t>(i), b);
       hash(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key), b);
@@ -142,7 +142,7 @@ Tensor random_fold_in(const Tensor& keys, const Tensor& data) {
   const int64_t* pk = k.data<int64_t>();
   const int64_t* pd = d.data<int64_t>();
   int64_t* dst = out.mutable_data<int64_t>();
-  parallel_for(out.numel(), kGrain, [&](int64_t begin, int64_t end) {
+  parallel_for(out.numel(), kDrawGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const auto key = static_cast<uint64_t>(pk[i]), c = static_cast<uint64_t>(pd[i]);
       const auto y =
@@ -162,8 +162,8 @@ Tensor random_uniform(const Tensor& keys, const Shape& shape, DType dtype) {
       T* dst = out.mutable_data<T>();
       for_each_hash(k.data<int64_t>(), k.numel(), shape_numel(shape),
                     [&](int64_t pos, int64_t m, const Block& b) {
-                      if (m == kBlock)  // fixed trip count: vectorized
-                        for (int j = 0; j < kBlock; ++j) dst[pos + j] = unit<T>(b, j);
+                      if (m == kLockstep)  // fixed trip count: vectorized
+                        for (int j = 0; j < kLockstep; ++j) dst[pos + j] = unit<T>(b, j);
                       else
                         for (int j = 0; j < m; ++j) dst[pos + j] = unit<T>(b, j);
                     });

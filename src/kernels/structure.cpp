@@ -14,8 +14,6 @@ namespace lanes::kernels {
 
 namespace {
 
-constexpr int64_t kGrain = kCopyGrain;
-
 int64_t product(const Shape& s, size_t begin, size_t end) {
   int64_t n = 1;
   for (size_t i = begin; i < end; ++i) n *= s[i];
@@ -54,9 +52,9 @@ void copy_into(const Tensor& src, const Tensor& dst) {
       copy_run<S>(out + off[0] * S, dst_step, in + off[1] * S, src_step, lo, hi);
     };
     // Few long rows (a contiguous copy is one row): split the rows themselves over threads.
-    const int64_t pieces = rows >= 64 ? 1 : std::max<int64_t>(1, len / kGrain);
+    const int64_t pieces = rows >= 64 ? 1 : std::max<int64_t>(1, len / kCopyGrain);
     if (pieces == 1) {
-      parallel_for(rows, std::max<int64_t>(1, kGrain / len), [&](int64_t begin, int64_t end) {
+      parallel_for(rows, std::max<int64_t>(1, kCopyGrain / len), [&](int64_t begin, int64_t end) {
         detail::for_each_row(shape, strides, begin, end,
                              [&](const auto& off) { run(off, 0, len); });
       });
@@ -91,7 +89,7 @@ void fill(const Tensor& dst, double value) {
     std::memcpy(&v, &bits, sizeof(T));
     if (dst.is_contiguous()) {
       T* out = dst.mutable_data<T>();
-      parallel_for(dst.numel(), kGrain,
+      parallel_for(dst.numel(), kCopyGrain,
                    [&](int64_t begin, int64_t end) { std::fill(out + begin, out + end, v); });
       return;
     }
@@ -117,7 +115,7 @@ static void concatenate_contiguous(const std::vector<Tensor>& xs, const Tensor& 
     start += bytes.back();
   }
   char* dst = static_cast<char*>(out.raw_mutable_data());
-  const int64_t grain = std::max<int64_t>(1, kGrain * int64_t(size) / row_bytes);
+  const int64_t grain = std::max<int64_t>(1, kCopyGrain * int64_t(size) / row_bytes);
   parallel_for(outer, grain, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o)
       for (size_t k = 0; k < src.size(); ++k)
@@ -175,7 +173,7 @@ Tensor iota(const Shape& shape, int64_t dimension, DType dtype) {
     using T = typename decltype(tag)::type;
     T* data = out.mutable_data<T>();
     // A "row" is one run of `inner` equal values: index i of the outer block row / n.
-    parallel_for(out.numel() / inner, std::max<int64_t>(1, kGrain / inner),
+    parallel_for(out.numel() / inner, std::max<int64_t>(1, kCopyGrain / inner),
                  [&](int64_t begin, int64_t end) {
                    for (int64_t r = begin; r < end; ++r) {
                      const int64_t i = r % n;

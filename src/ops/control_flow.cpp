@@ -10,8 +10,6 @@ namespace detail {
 
 namespace {
 
-std::string type_str(const TensorType& t) { return shape_str(t.shape) + " " + dtype_name(t.dtype); }
-
 // What a branch is called in messages.
 std::string branch_name(const char* op, size_t k) {
   if (std::string(op) == "cond") return k == 1 ? "the true branch" : "the false branch";
@@ -24,8 +22,8 @@ void check_carry(const std::vector<TensorType>& got, const std::vector<TensorTyp
   check(got.size() == want.size(), op, ": ", what, " returns ", got.size(),
         " carry leaves but the carry has ", want.size());
   for (size_t i = 0; i < got.size(); ++i)
-    check(got[i] == want[i], op, ": ", what, " returns carry leaf ", i, " as ", type_str(got[i]),
-          " but the carry in is ", type_str(want[i]),
+    check(got[i] == want[i], op, ": ", what, " returns carry leaf ", i, " as ", fmt(got[i]),
+          " but the carry in is ", fmt(want[i]),
           " (a loop's carry keeps its shape and dtype; cast or reshape it in the body)");
 }
 
@@ -40,7 +38,7 @@ void check_defined(const std::vector<Tensor>& leaves, const char* op, const char
 
 void check_predicate(const TensorType& pred, const char* what) {
   check(pred.shape.empty() && pred.dtype == DType::Bool, what,
-        ": the predicate must be a 0-d bool tensor, got ", type_str(pred),
+        ": the predicate must be a 0-d bool tensor, got ", fmt(pred),
         " (under vmap, write the predicate for one example)");
 }
 
@@ -55,7 +53,7 @@ std::vector<Tensor> bind_cond(const Tensor& index, std::vector<Graph> branches,
           " leaves but ", branch_name(op, 0), " returns ", first.size());
     for (size_t i = 0; i < out.size(); ++i)
       check(out[i] == first[i], op, ": ", branch_name(op, k), " returns output leaf ", i, " as ",
-            type_str(out[i]), " but ", branch_name(op, 0), " returns ", type_str(first[i]),
+            fmt(out[i]), " but ", branch_name(op, 0), " returns ", fmt(first[i]),
             " (branches must agree in structure, shape and dtype)");
   }
   prim::Widened w = prim::widen_all(std::move(closed), std::move(operands));

@@ -10,8 +10,6 @@ namespace lanes::detail {
 
 namespace {
 
-std::string type_str(const TensorType& t) { return shape_str(t.shape) + " " + dtype_name(t.dtype); }
-
 // The closed graphs and the operands of a node: args, then each graph's lifted tensors.
 struct Bound {
   std::vector<GraphPtr> graphs;
@@ -37,8 +35,8 @@ void check_outs(const std::vector<TensorType>& got, const std::vector<TensorType
   check(got.size() >= want.size(), op, ": ", what, " returns ", got.size(),
         " output leaves but f returns ", want.size());
   for (size_t k = 0; k < want.size(); ++k)
-    check(got[k] == want[k], op, ": ", what, " returns output leaf ", k, " as ", type_str(got[k]),
-          " but f returns ", type_str(want[k]), " (they must agree in structure, shape and dtype)");
+    check(got[k] == want[k], op, ": ", what, " returns output leaf ", k, " as ", fmt(got[k]),
+          " but f returns ", fmt(want[k]), " (they must agree in structure, shape and dtype)");
 }
 
 }  // namespace
@@ -55,7 +53,7 @@ std::vector<Tensor> bind_custom_vjp(Graph f, Graph fwd, Graph bwd, std::vector<T
     const TensorType a{args[i].shape(), args[i].dtype()};
     const bool same_dtype = cts[i].dtype == a.dtype || !is_floating(a.dtype);
     check(cts[i].shape == a.shape && same_dtype, "custom_vjp: bwd returns cotangent leaf ", i,
-          " as ", type_str(cts[i]), " but argument leaf ", i, " is ", type_str(a),
+          " as ", fmt(cts[i]), " but argument leaf ", i, " is ", fmt(a),
           " (a cotangent has its argument's shape and dtype)");
   }
   Bound b = close_all({std::move(f), std::move(fwd), std::move(bwd)}, std::move(args));

@@ -10,13 +10,13 @@ using ops::apply;
 
 namespace {
 
-struct AxisSpec {
+struct IndexedAxis {
   int64_t axis, batch_dims;
 };
 
 // Negative axis counts from x's end, negative batch_dims from the indices' end (tf.gather).
-AxisSpec normalize(const Tensor& x, const Tensor& indices, int64_t axis, int64_t batch_dims,
-                   const char* op) {
+IndexedAxis normalize(const Tensor& x, const Tensor& indices, int64_t axis, int64_t batch_dims,
+                      const char* op) {
   check(x.defined() && indices.defined(), op, ": x or indices is an undefined tensor");
   check(x.ndim() > 0, op, ": x of shape ", fmt(x.shape()),
         " is zero-dimensional (indices of shape ", fmt(indices.shape()), ")");
@@ -27,7 +27,7 @@ AxisSpec normalize(const Tensor& x, const Tensor& indices, int64_t axis, int64_t
 
 // Like jnp's x.at[...].add(updates): updates broadcast to the gathered shape and take x's dtype.
 Tensor prepared_updates(const Tensor& x, const Tensor& indices, const Tensor& updates,
-                        const AxisSpec& s, const char* op) {
+                        const IndexedAxis& s, const char* op) {
   check(updates.defined(), op, ": updates is an undefined tensor");
   const Shape want =
       prim::Gather::output_shape(x.shape(), indices.shape(), s.axis, s.batch_dims, op);
@@ -49,18 +49,18 @@ Tensor prepared_updates(const Tensor& x, const Tensor& indices, const Tensor& up
 }  // namespace
 
 Tensor gather(const Tensor& x, const Tensor& indices, int64_t axis, int64_t batch_dims) {
-  const AxisSpec s = normalize(x, indices, axis, batch_dims, "gather");
+  const IndexedAxis s = normalize(x, indices, axis, batch_dims, "gather");
   return apply<prim::Gather>({x, indices}, s.axis, s.batch_dims);
 }
 
 Tensor take(const Tensor& x, const Tensor& indices, int64_t axis) {
-  const AxisSpec s = normalize(x, indices, axis, 0, "take");
+  const IndexedAxis s = normalize(x, indices, axis, 0, "take");
   return apply<prim::Gather>({x, indices}, s.axis, int64_t{0});
 }
 
 Tensor scatter_add(const Tensor& x, const Tensor& indices, const Tensor& updates, int64_t axis,
                    int64_t batch_dims) {
-  const AxisSpec s = normalize(x, indices, axis, batch_dims, "scatter_add");
+  const IndexedAxis s = normalize(x, indices, axis, batch_dims, "scatter_add");
   const Tensor u = prepared_updates(x, indices, updates, s, "scatter_add");
   return apply<prim::ScatterAdd>({x, indices, u}, s.axis, s.batch_dims);
 }
@@ -69,7 +69,7 @@ Tensor scatter(const Tensor& x, const Tensor& indices, const Tensor& updates, Sc
                int64_t axis, int64_t batch_dims) {
   using Kind = kernels::ScatterKind;
   if (mode == ScatterMode::Add) return scatter_add(x, indices, updates, axis, batch_dims);
-  const AxisSpec s = normalize(x, indices, axis, batch_dims, "scatter");
+  const IndexedAxis s = normalize(x, indices, axis, batch_dims, "scatter");
   const Tensor u = prepared_updates(x, indices, updates, s, "scatter");
   const Kind kind = mode == ScatterMode::Set        ? Kind::Set
                     : mode == ScatterMode::Multiply ? Kind::Multiply

@@ -10,10 +10,6 @@
 
 namespace lanes::prim {
 
-namespace {
-std::string type_str(const TensorType& t) { return shape_str(t.shape) + " " + dtype_name(t.dtype); }
-}  // namespace
-
 CustomCall::CustomCall(size_t n_args, std::vector<GraphPtr> graphs, std::vector<size_t> n_lifted)
     : n_args_(n_args), graphs_(std::move(graphs)), n_lifted_(std::move(n_lifted)) {
   check(graphs_.size() == n_lifted_.size() && !graphs_.empty(),
@@ -48,15 +44,15 @@ std::vector<TensorType> CustomCall::infer(const std::vector<TensorType>& in) con
   check(in.size() == want, name(), ": ", in.size(), " operands, the node takes ", want);
   const Graph& f = *graphs_[0];
   for (size_t i = 0; i < n_args_; ++i)
-    check(in[i] == f.types[f.inputs[i]], name(), ": argument leaf ", i, " is ", type_str(in[i]),
-          ", f was traced for ", type_str(f.types[f.inputs[i]]));
+    check(in[i] == f.types[f.inputs[i]], name(), ": argument leaf ", i, " is ", fmt(in[i]),
+          ", f was traced for ", fmt(f.types[f.inputs[i]]));
   for (size_t j = 0; j < graphs_.size(); ++j) {
     const Graph& g = *graphs_[j];
     const size_t lead = g.inputs.size() - n_lifted_[j], at = lifted_begin(j);
     for (size_t i = 0; i < n_lifted_[j]; ++i)
       check(in[at + i] == g.types[g.inputs[lead + i]], name(), ": captured value ", i, " of ",
-            label(j), " is ", type_str(in[at + i]), ", it was traced as ",
-            type_str(g.types[g.inputs[lead + i]]));
+            label(j), " is ", fmt(in[at + i]), ", it was traced as ",
+            fmt(g.types[g.inputs[lead + i]]));
   }
   return detail::output_types(f);
 }

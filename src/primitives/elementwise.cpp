@@ -15,16 +15,6 @@ namespace lanes::prim {
 
 namespace {
 
-// "float32(3, 4)", formatted only when an error message is built (check's arguments are
-// evaluated on every call, and infer runs on every traced op).
-struct TypeStr {
-  const TensorType& t;
-};
-[[maybe_unused]] std::ostream& operator<<(std::ostream& os, TypeStr s) {
-  return os << dtype_name(s.t.dtype) << shape_str(s.t.shape);
-}
-TypeStr type_str(const TensorType& t) { return {t}; }
-
 /// Elementwise batching: every input moved to (or broadcast at) one batch dim, then the same
 /// primitive on the batched operands. The first mapped input's dim is kept when they differ.
 std::vector<Batched> batch_elementwise(const Primitive& prim, const std::vector<Batched>& in,
@@ -136,7 +126,7 @@ std::vector<TensorType> Unary::infer(const std::vector<TensorType>& in) const {
   const char* op = kernels::unary_name(kind_);  // not name(): a string per traced op
   check_arity(in, 1, op);
   check(kernels::unary_accepts(kind_, in[0].dtype), op, ": does not accept an operand of ",
-        type_str(in[0]));
+        fmt(in[0]));
   return single(in[0].shape, in[0].dtype);
 }
 
@@ -167,10 +157,10 @@ std::vector<Tensor> Unary::vjp(const std::vector<Tensor>& x, const std::vector<T
 std::vector<TensorType> Binary::infer(const std::vector<TensorType>& in) const {
   const char* op = kernels::binary_name(kind_);
   check_arity(in, 2, op);
-  check(in[0] == in[1], op, ": operands must have equal shapes and dtypes, got ", type_str(in[0]),
-        " and ", type_str(in[1]));
+  check(in[0] == in[1], op, ": operands must have equal shapes and dtypes, got ", fmt(in[0]),
+        " and ", fmt(in[1]));
   check(kernels::binary_accepts(kind_, in[0].dtype), op, ": does not accept operands of ",
-        type_str(in[0]));
+        fmt(in[0]));
   return single(in[0].shape, is_comparison() ? DType::Bool : in[0].dtype);
 }
 
@@ -237,11 +227,11 @@ std::vector<Tensor> Binary::vjp_wanted(const std::vector<Tensor>& x, const std::
 
 std::vector<TensorType> Select::infer(const std::vector<TensorType>& in) const {
   check_arity(in, 3, "select");
-  check(in[0].dtype == DType::Bool, "select: cond must be bool, got ", type_str(in[0]));
+  check(in[0].dtype == DType::Bool, "select: cond must be bool, got ", fmt(in[0]));
   check(in[1] == in[2], "select: on_true and on_false must have equal shapes and dtypes, got ",
-        type_str(in[1]), " and ", type_str(in[2]));
-  check(in[0].shape == in[1].shape, "select: cond ", type_str(in[0]),
-        " must have the operands' shape ", fmt(in[1].shape));
+        fmt(in[1]), " and ", fmt(in[2]));
+  check(in[0].shape == in[1].shape, "select: cond ", fmt(in[0]), " must have the operands' shape ",
+        fmt(in[1].shape));
   return single(in[1].shape, in[1].dtype);
 }
 

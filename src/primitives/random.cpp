@@ -12,18 +12,8 @@ namespace lanes::prim {
 
 namespace {
 
-// "float32(3, 4)", formatted only when an error message is built (check's arguments are
-// evaluated on every call, and infer runs on every traced op).
-struct TypeStr {
-  const TensorType& t;
-};
-[[maybe_unused]] std::ostream& operator<<(std::ostream& os, TypeStr s) {
-  return os << dtype_name(s.t.dtype) << shape_str(s.t.shape);
-}
-TypeStr type_str(const TensorType& t) { return {t}; }
-
 void check_keys(const TensorType& keys, const char* op) {
-  check(keys.dtype == DType::Int64, op, ": keys must be an int64 tensor, got ", type_str(keys));
+  check(keys.dtype == DType::Int64, op, ": keys must be an int64 tensor, got ", fmt(keys));
 }
 
 // Keys lead the output, so the batch dim of the keys is the batch dim of the output.
@@ -73,9 +63,9 @@ std::vector<TensorType> RandomFoldIn::infer(const std::vector<TensorType>& in) c
   check_arity(in, 2, "random_fold_in");
   check_keys(in[0], "random_fold_in");
   check(in[1].dtype == DType::Int64, "random_fold_in: data must be an int64 tensor, got ",
-        type_str(in[1]));
-  check(in[0].shape == in[1].shape, "random_fold_in: keys ", type_str(in[0]), " and data ",
-        type_str(in[1]), " must have one shape");
+        fmt(in[1]));
+  check(in[0].shape == in[1].shape, "random_fold_in: keys ", fmt(in[0]), " and data ", fmt(in[1]),
+        " must have one shape");
   return {in[0]};
 }
 
