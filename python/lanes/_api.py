@@ -74,13 +74,20 @@ class _Trees:
         tag = _lanes.asarray(_np.int64(len(self.trees) - 1), None)
         return _arrays(leaves, "jit output") + [tag]
 
-    def is_leaf(self, index: int) -> bool:
-        """Whether trace `index` returns one leaf (lanes.JitDispatch then returns it as is)."""
-        return self.trees[index].kind is None
+    def form(self, index: int) -> int | None:
+        """The output of trace `index` as lanes.JitDispatch builds it without a call back: -1 one
+        leaf, n >= 0 a tuple of n leaves, -2 - n a list of n; None another tree (``rebuild``)."""
+        tree = self.trees[index]
+        if tree.kind is None:
+            return -1
+        if tree.kind not in (tuple, list) or any(c.kind is not None for c in tree.children):
+            return None
+        return len(tree.children) if tree.kind is tuple else -2 - len(tree.children)
 
     def rebuild(self, result: tuple[list[Array], int]) -> Any:
         leaves, index = result
-        return leaves[0] if self.is_leaf(index) else tree_unflatten(self.trees[index], leaves)
+        tree = self.trees[index]
+        return leaves[0] if tree.kind is None else tree_unflatten(tree, leaves)
 
 
 class _Outputs:

@@ -11,6 +11,7 @@ import pytest
 
 import lanes
 import lanes.numpy as lnp
+from lanes import tree_util
 from conftest import assert_close, assert_equal, loss_lanes, loss_np, mlp, numeric_grad
 
 
@@ -111,6 +112,38 @@ def test_jit_parameter_sequences_and_other_containers(rng: np.random.Generator) 
     single = lanes.jit(lambda p: p[0] * 2.0)
     assert isinstance(single([lw]), lanes.Array)
     assert_close(single((lw,)), w * 2)
+
+
+def test_jit_outputs_keep_their_container_types(rng: np.random.Generator) -> None:
+    """The C++ dispatch builds a plain tuple or list of leaves itself and hands other trees
+    (nested, namedtuple, dict, None, empty) to the pytree rebuild: each comes back as the traced
+    function returned it, with the eager values, on every call."""
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "a b")
+    x = rng.normal(size=(3,)).astype(np.float32)
+    lx = lanes.asarray(x)
+    outputs: dict[str, Any] = {
+        "tuple": lambda y: (y, y * 2.0),
+        "list": lambda y: [y, y * 2.0, lnp.sum(y)],
+        "one-tuple": lambda y: (y * 2.0,),
+        "empty-tuple": lambda y: (),
+        "empty-list": lambda y: [],
+        "nested": lambda y: (y, [y * 2.0]),
+        "namedtuple": lambda y: Pair(y, y * 2.0),
+        "dict": lambda y: {"a": y, "b": y * 2.0},
+        "with-none": lambda y: (y, None),
+    }
+    for name, f in outputs.items():
+        want = f(x)
+        g = lanes.jit(f)
+        for _ in range(3):
+            got = g(lx)
+            assert type(got) is type(want), name
+            assert tree_util.tree_structure(got) == tree_util.tree_structure(want), name
+            for a, b in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
+                assert isinstance(a, lanes.Array), name
+                assert_close(a, b)
 
 
 @pytest.mark.parametrize("wrap", [np.asarray, lanes.asarray], ids=["numpy", "lanes"])
