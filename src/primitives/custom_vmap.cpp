@@ -11,10 +11,6 @@
 
 namespace lanes::prim {
 
-namespace {
-std::string type_str(const Shape& s, DType d) { return shape_str(s) + " " + dtype_name(d); }
-}  // namespace
-
 CustomVmapCall::CustomVmapCall(size_t n_args, GraphPtr f, size_t n_lifted,
                                std::shared_ptr<const detail::VmapRule> rule)
     : CustomCall(n_args, {std::move(f)}, {n_lifted}), rule_(std::move(rule)) {}
@@ -150,13 +146,17 @@ std::vector<Batched> CustomVmapCall::batch(const std::vector<Batched>& in, int64
         " output leaves but f returns ", want.size());
   std::vector<Batched> result;
   for (size_t k = 0; k < want.size(); ++k) {
-    Shape s = want[k].shape;
-    if (out_batched[k]) s.insert(s.begin(), size);
-    check(outs[k].defined() && outs[k].shape() == s && outs[k].dtype() == want[k].dtype,
-          "custom_vmap (", name, "): the rule returns output leaf ", k, " as ",
-          outs[k].defined() ? type_str(outs[k].shape(), outs[k].dtype()) : "undefined",
-          " but out_batched says ", out_batched[k] ? "batched" : "unbatched", ", so it must be ",
-          type_str(s, want[k].dtype), " (batched leaves hold the ", size, " examples at dim 0)");
+    TensorType expected = want[k];
+    if (out_batched[k]) expected.shape.insert(expected.shape.begin(), size);
+    if (!outs[k].defined() || outs[k].shape() != expected.shape ||
+        outs[k].dtype() != expected.dtype) {
+      const std::string got =
+          outs[k].defined() ? detail::concat(fmt(TensorType{outs[k].shape(), outs[k].dtype()}))
+                            : "undefined";
+      fail("custom_vmap (", name, "): the rule returns output leaf ", k, " as ", got,
+           " but out_batched says ", out_batched[k] ? "batched" : "unbatched", ", so it must be ",
+           fmt(expected), " (batched leaves hold the ", size, " examples at dim 0)");
+    }
     result.push_back({outs[k], out_batched[k] ? 0 : kNotMapped});
   }
   if (detail::explaining()) {
