@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/arena.h"
 #include "core/strided.h"
 #include "kernels/copy_bytes.h"
 #include "kernels/fused_convert.h"
@@ -35,37 +36,50 @@ constexpr size_t kStreamBytes = size_t{8} << 20;
 
 // The iteration space over the output (operand 0, contiguous) and the inputs: size-1 dims
 // dropped, dims merged where every operand is contiguous across them (strided.h's coalesce, for a
-// number of operands known only at run time).
+// number of operands known only at run time). Its vectors live in the pass's arena.
 struct Space {
-  Shape shape;
-  std::vector<Strides> strides;  // per operand
+  explicit Space(std::pmr::memory_resource* arena) : shape(arena), strides(arena) {}
+  std::pmr::vector<int64_t> shape;
+  std::pmr::vector<std::pmr::vector<int64_t>> strides;  // per operand
 };
 
-// The output is dense in the order of its strides (row-major unless given).
-Space make_space(const Shape& shape, const std::vector<Strides>& inputs, Strides out = {}) {
-  const size_t k = inputs.size() + 1;
-  Space s;
-  s.strides.resize(k);
-  if (out.empty()) out = contiguous_strides(shape);
-  for (size_t d : detail::memory_order(out)) {
+// Fills `s` for `operands` operands of `shape`: strides_of(op) gives operand op's strides
+// (0: the output, which is dense in the order of its strides).
+template <class StridesOf>
+void fill_space(Space& s, const Shape& shape, size_t operands, StridesOf strides_of) {
+  std::pmr::memory_resource* arena = s.shape.get_allocator().resource();
+  s.shape.reserve(shape.size());
+  s.strides.resize(operands);
+  for (auto& st : s.strides) st.reserve(shape.size());
+  const auto& out = strides_of(0);
+  std::pmr::vector<size_t> order(shape.size(), arena);  // the output's dims, outermost first
+  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return out[a] > out[b]; });
+  for (size_t d : order) {
     if (shape[d] == 1) continue;
-    auto stride = [&](size_t op) { return op == 0 ? out[d] : inputs[op - 1][d]; };
     bool merge = !s.shape.empty();
-    for (size_t op = 0; op < k && merge; ++op)
-      merge = s.strides[op].back() == stride(op) * shape[d];
+    for (size_t op = 0; op < operands && merge; ++op)
+      merge = s.strides[op].back() == strides_of(op)[d] * shape[d];
     if (merge) {
       s.shape.back() *= shape[d];
-      for (size_t op = 0; op < k; ++op) s.strides[op].back() = stride(op);
+      for (size_t op = 0; op < operands; ++op) s.strides[op].back() = strides_of(op)[d];
     } else {
       s.shape.push_back(shape[d]);
-      for (size_t op = 0; op < k; ++op) s.strides[op].push_back(stride(op));
+      for (size_t op = 0; op < operands; ++op) s.strides[op].push_back(strides_of(op)[d]);
     }
   }
   if (s.shape.empty()) {
     s.shape.push_back(1);
     for (auto& st : s.strides) st.push_back(1);
   }
-  return s;
+}
+
+// Whether strides `st` lay a tile of the space out densely, row-major.
+bool dense(const std::pmr::vector<int64_t>& st, const std::pmr::vector<int64_t>& shape) {
+  int64_t expect = 1;
+  for (size_t d = shape.size(); d-- > 0; expect *= shape[d])
+    if (st[d] != expect) return false;
+  return true;
 }
 
 // Copies n elements of type U at element stride `step` (0: a broadcast) into a dense buffer.
@@ -135,7 +149,7 @@ bool costly(const FusedStep& s) {
 // per thread across calls so a small call allocates nothing, and where each register's tile is.
 class Registers {
  public:
-  explicit Registers(int32_t n) : at(n), filled(n, 0) {
+  explicit Registers(int32_t n) : at(n, arena_.resource()), filled(n, 0, arena_.resource()) {
     thread_local std::vector<char> buffers;
     if (buffers.size() < size_t(n) * kRegisterBytes + 64)
       buffers.resize(size_t(n) * kRegisterBytes + 64);
@@ -178,13 +192,15 @@ class Registers {
     at[r] = buffer(r);
   }
 
-  std::vector<const char*> at;
+ private:
+  detail::LocalArena<1024> arena_;  // (declared before the vectors it holds)
+  char* base_;
+
+ public:
+  std::pmr::vector<const char*> at;
   // Elements of register r that hold a tile-invariant input (a splat, a row broadcast over the
   // rows): loaded once for all the tiles these registers run, not once a tile.
-  std::vector<int64_t> filled;
-
- private:
-  char* base_;
+  std::pmr::vector<int64_t> filled;
 };
 
 // Element offset of each operand at the start of `row` of the space: the row's index in each
@@ -192,7 +208,7 @@ class Registers {
 // each operand's sum in a register, stored once. (Adding into `off` after zero-filling it stalled
 // on every add, the fill's store not forwarded to the load: 13% of a short compare-select-add
 // chain.)
-void row_offsets(const Space& s, int64_t row, std::vector<int64_t>& off) {
+void row_offsets(const Space& s, int64_t row, int64_t* off) {
   const size_t outer = s.shape.size() - 1;
   int64_t small[8];
   std::vector<int64_t> large(outer > 8 ? outer : 0);
@@ -201,7 +217,7 @@ void row_offsets(const Space& s, int64_t row, std::vector<int64_t>& off) {
     index[d] = d == 0 ? row : row % s.shape[d];
     row = d == 0 ? 0 : row / s.shape[d];
   }
-  for (size_t op = 0; op < off.size(); ++op) {
+  for (size_t op = 0; op < s.strides.size(); ++op) {
     const int64_t* strides = s.strides[op].data();
     int64_t at = 0;
     for (size_t d = 0; d < outer; ++d) at += index[d] * strides[d];
@@ -213,9 +229,11 @@ void row_offsets(const Space& s, int64_t row, std::vector<int64_t>& off) {
 // row costs additions where row_offsets divides per dim.
 struct RowCursor {
   explicit RowCursor(const Space& space)
-      : s(space), off(space.strides.size()), index(space.shape.size() - 1) {}
+      : s(space),
+        off(space.strides.size(), arena_.resource()),
+        index(space.shape.size() - 1, arena_.resource()) {}
   void seek(int64_t row) {
-    row_offsets(s, row, off);
+    row_offsets(s, row, off.data());
     for (int64_t d = int64_t(index.size()) - 1; d >= 0; --d) {
       index[d] = d == 0 ? row : row % s.shape[d];
       row = d == 0 ? 0 : row / s.shape[d];
@@ -230,23 +248,30 @@ struct RowCursor {
     }
   }
 
+  detail::LocalArena<512> arena_;
   const Space& s;
-  std::vector<int64_t> off;    // per operand (0: the output)
-  std::vector<int64_t> index;  // the row's position in the outer dims
+  std::pmr::vector<int64_t> off;    // per operand (0: the output)
+  std::pmr::vector<int64_t> index;  // the row's position in the outer dims
 };
 
 }  // namespace
 
 // What a pass needs between its set-up and its tiles: the iteration space, the outputs and where
-// each step writes, and the operands' base pointers.
+// each step writes, and the operands' base pointers. Its vectors share one arena, allocated with
+// the plan: a short chain's pass allocated ~20 times for them, which cost more than its tiles.
 struct FusedPass::Plan {
+  template <class T>
+  using Vector = std::pmr::vector<T>;
+
+  detail::LocalArena<1536> arena;  // (first: the vectors below are carved out of it)
   const FusedProgram& p;
-  std::vector<Tensor> inputs, outs;
+  Vector<Tensor> inputs;
+  std::vector<Tensor> outs;
   // The output each step writes straight into (-1: its register). A step writing to memory while
   // it reads (rather than reading everything, then copying out) overlaps the loads and stores;
   // the copy-out order measured 1.7x slower for a 4 MB product. An output in a donated input's
   // buffer is written directly only if no later step reads that input.
-  std::vector<int32_t> direct;
+  Vector<int32_t> direct;
   Space s;
   int64_t numel = 0, len = 1, rows = 0, chunks = 1, per = 1, grain = 1;
   bool stream = false;
@@ -255,24 +280,28 @@ struct FusedPass::Plan {
   std::vector<int32_t> own_buffers;
   const std::vector<StepGroup>* groups = &p.groups;
   const std::vector<int32_t>* buffers = &p.buffers;
-  std::vector<int32_t> gathered;
+  Vector<int32_t> gathered;
   // Inputs read in place, gathered (those in `gathered`: not laid out as the output), of one
   // value broadcast (a zero) or of one row broadcast over the others (a bias, in a multi-row
   // tile).
   enum class Kind : uint8_t { InPlace, Gathered, Splat, RowSplat };
-  std::vector<Kind> kinds;
-  std::vector<const char*> bases;
-  std::vector<int64_t> sizes;
-  std::vector<char*> out_bases;
-  std::vector<int64_t> out_sizes;
+  Vector<Kind> kinds;
+  Vector<const char*> bases;
+  Vector<int64_t> sizes;
+  Vector<char*> out_bases;
+  Vector<int64_t> out_sizes;
   // Outputs that are views whose rows are not adjacent (parts of a concatenation, written in
   // place; the space follows their strides): a multi-row tile goes out to them row by row. The
   // other outputs are then dense over the space: row r starts at r * len.
-  std::vector<bool> apart;
+  Vector<bool> apart;
   bool any_apart = false;
 
   Plan(const FusedProgram& program, const Shape& shape, const std::vector<Tensor>& in,
        int32_t private_input, int32_t layout_input, std::vector<Tensor> into);
+  // Allocates (or donates) the outputs, and chooses which steps write to them directly.
+  void make_outputs(const Shape& shape, int32_t private_input, int32_t layout_input);
+  // How each input is read (kinds, gathered), once the space and the rows per tile are known.
+  void classify_inputs();
   // Copies output o's results of rows [row, row + count) of a tile to its view, rows apart:
   // `row_step` elements apart from `offset` (when >= 0), else where the cursor finds them.
   void write_rows(size_t o, const char* results, int64_t offset, int64_t row_step,
@@ -286,46 +315,30 @@ struct FusedPass::Plan {
 FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
                       const std::vector<Tensor>& in, int32_t private_input, int32_t layout_input,
                       std::vector<Tensor> into)
-    : p(program), inputs(in), direct(program.steps.size(), -1) {
-  const int32_t nin = int32_t(in.size());
-  const bool given = !into.empty();
-  if (given) {  // (each result then goes out from its register: no direct writes)
-    outs = std::move(into);
-    for (const Tensor& o : outs) apart.push_back(!o.is_contiguous());
-  }
-  apart.resize(p.outputs.size(), false);
+    : p(program),
+      inputs(in.begin(), in.end(), arena.resource()),
+      outs(std::move(into)),
+      direct(program.steps.size(), -1, arena.resource()),
+      s(arena.resource()),
+      gathered(arena.resource()),
+      kinds(arena.resource()),
+      bases(arena.resource()),
+      sizes(arena.resource()),
+      out_bases(arena.resource()),
+      out_sizes(arena.resource()),
+      apart(p.outputs.size(), false, arena.resource()) {
+  // Given outputs each go out from their register: no direct writes.
+  for (size_t o = 0; o < outs.size(); ++o) apart[o] = !outs[o].is_contiguous();
   const auto first_apart = std::find(apart.begin(), apart.end(), true);
   any_apart = first_apart != apart.end();
-  // Outputs in the memory order of input `layout_input` (a transposed view is read in order and
-  // the outputs follow it, as the unfused kernels' do: empty_in_order_of), else row-major. Only
-  // then may a (row-major) input's buffer become an output.
-  auto fresh = [&](DType dtype) {
-    return layout_input >= 0 ? empty_in_order_of(in[size_t(layout_input)], dtype)
-                             : Tensor::empty(shape, dtype);
-  };
-  const bool row_major = layout_input < 0 || in[size_t(layout_input)].is_contiguous();
-  std::vector<bool> donated(in.size(), false);
-  for (size_t o = 0; o < p.outputs.size() && !given; ++o) {
-    const int32_t step = p.outputs[o] - nin;
-    const DType dtype = p.register_type(p.outputs[o]);
-    int32_t from = -1;
-    for (int32_t i = 0; i < nin && from < 0; ++i)
-      if (row_major && !donated[i] &&
-          (i == private_input ? fills_storage(in[i], dtype) : donatable(in[i], dtype)))
-        from = i;
-    if (from >= 0) donated[from] = true;
-    outs.push_back(from >= 0 ? in[from] : fresh(dtype));
-    bool read_later = false;
-    for (size_t k = step + 1; k < p.steps.size() && from >= 0; ++k)
-      for (int32_t a : p.steps[k].args) read_later = read_later || a == from;
-    if (!read_later && direct[step] < 0) direct[step] = int32_t(o);
-  }
+  if (outs.empty()) make_outputs(shape, private_input, layout_input);
   numel = shape_numel(shape);
-  if (numel == 0) return;  // nothing to run (and the space would divide by a zero length)
-  std::vector<Strides> strides;
-  for (const Tensor& t : in) strides.push_back(t.strides());
+  // Nothing to run (and the space would divide by a zero length).
+  if (numel == 0 || outs.empty()) return;
   const size_t layout = any_apart ? size_t(first_apart - apart.begin()) : 0;
-  s = make_space(shape, strides, outs.empty() ? Strides{} : outs[layout].strides());
+  fill_space(s, shape, in.size() + 1, [&](size_t op) -> const Strides& {
+    return op == 0 ? outs[layout].strides() : in[op - 1].strides();
+  });
   check(!any_apart || s.strides[0].back() == 1,
         "fused pass: outputs apart must have contiguous rows (an internal error)");
   len = s.shape.back();
@@ -336,36 +349,75 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
   for (const Tensor& o : outs)
     stream = stream || (!any_apart && o.numel() * dtype_size(o.dtype()) >= kStreamBytes);
   grain = any_costly ? 8192 / int64_t(p.steps.size()) : 32768 / int64_t(p.steps.size());
+  bases.reserve(in.size());
+  sizes.reserve(in.size());
   for (const Tensor& t : in) {
     bases.push_back(static_cast<const char*>(t.raw_data()));
     sizes.push_back(int64_t(dtype_size(t.dtype())));
   }
+  out_bases.reserve(outs.size());
+  out_sizes.reserve(outs.size());
   for (const Tensor& o : outs) {
     out_bases.push_back(static_cast<char*>(o.raw_mutable_data()));
     out_sizes.push_back(int64_t(dtype_size(o.dtype())));
   }
-  // Short rows share a tile: `per` whole rows, gathered one after another into the registers, so
-  // the steps run on a full tile. Tile by row, a (100, 32, 32) chain with a broadcast operand
-  // paid its ~80 ns of dispatch per 32 elements and ran 3x slower than contiguous.
   if (p.groups.empty() && !p.steps.empty()) {
     own_groups = plan_groups(p);
     own_buffers = plan_buffers(p, own_groups);
     groups = &own_groups;
     buffers = &own_buffers;
   }
+  // Short rows share a tile: `per` whole rows, gathered one after another into the registers, so
+  // the steps run on a full tile. Tile by row, a (100, 32, 32) chain with a broadcast operand
+  // paid its ~80 ns of dispatch per 32 elements and ran 3x slower than contiguous.
   per = len >= kTile ? 1 : kTile / len;
+  classify_inputs();
+}
+
+void FusedPass::Plan::make_outputs(const Shape& shape, int32_t private_input,
+                                   int32_t layout_input) {
+  const int32_t nin = int32_t(inputs.size());
+  // Outputs in the memory order of input `layout_input` (a transposed view is read in order and
+  // the outputs follow it, as the unfused kernels' do: empty_in_order_of), else row-major. Only
+  // then may a (row-major) input's buffer become an output.
+  auto fresh = [&](DType dtype) {
+    return layout_input >= 0 ? empty_in_order_of(inputs[size_t(layout_input)], dtype)
+                             : Tensor::empty(shape, dtype);
+  };
+  const bool row_major = layout_input < 0 || inputs[size_t(layout_input)].is_contiguous();
+  Vector<bool> donated(inputs.size(), false, arena.resource());
+  outs.reserve(p.outputs.size());
+  for (size_t o = 0; o < p.outputs.size(); ++o) {
+    const int32_t step = p.outputs[o] - nin;
+    const DType dtype = p.register_type(p.outputs[o]);
+    int32_t from = -1;
+    for (int32_t i = 0; i < nin && from < 0; ++i)
+      if (row_major && !donated[i] &&
+          (i == private_input ? fills_storage(inputs[i], dtype) : donatable(inputs[i], dtype)))
+        from = i;
+    if (from >= 0) donated[from] = true;
+    outs.push_back(from >= 0 ? inputs[from] : fresh(dtype));
+    bool read_later = false;
+    for (size_t k = step + 1; k < p.steps.size() && from >= 0; ++k)
+      for (int32_t a : p.steps[k].args) read_later = read_later || a == from;
+    if (!read_later && direct[step] < 0) direct[step] = int32_t(o);
+  }
+}
+
+void FusedPass::Plan::classify_inputs() {
   // An input laid out as a dense tile of the space is read in place (the output's own strides,
   // unless the space follows outputs whose rows are apart).
-  const Strides dense = contiguous_strides(s.shape);
+  const int32_t nin = int32_t(inputs.size());
+  kinds.reserve(inputs.size());
   for (int32_t i = 0; i < nin; ++i) {
-    const Strides& st = s.strides[i + 1];
+    const auto& st = s.strides[i + 1];
     auto zero = [](int64_t x) { return x == 0; };
     Kind kind = Kind::InPlace;
     if (std::all_of(st.begin(), st.end(), zero))
       kind = Kind::Splat;
     else if (per > 1 && std::all_of(st.begin(), st.end() - 1, zero))
       kind = Kind::RowSplat;
-    else if (st != dense)
+    else if (!dense(st, s.shape))
       kind = Kind::Gathered;
     kinds.push_back(kind);
     if (kind == Kind::Gathered) gathered.push_back(i);
@@ -375,7 +427,7 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
 void FusedPass::Plan::tile(Registers& regs, RowCursor& cursor, int64_t row, int64_t count,
                            int64_t c0, int64_t n) const {
   const int32_t nin = int32_t(inputs.size());
-  std::vector<const char*>& reg = regs.at;
+  const char** reg = regs.at.data();
   cursor.seek(row);
   const int64_t out_offset = cursor.off[0] + c0;
   int64_t out_row_step = -1;  // how far apart the tile's rows are in the outputs, when fixed
@@ -546,7 +598,11 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
     outer_strides.emplace_back(t.strides().begin(), t.strides().begin() + keep);
     inner_strides.emplace_back(t.strides().begin() + keep, t.strides().end());
   }
-  const Space s = make_space(inner_shape, inner_strides);
+  const Strides dense_inner = contiguous_strides(inner_shape);
+  Space s(std::pmr::get_default_resource());
+  fill_space(s, inner_shape, inputs.size() + 1, [&](size_t op) -> const Strides& {
+    return op == 0 ? dense_inner : inner_strides[op - 1];
+  });
   const int64_t len = s.shape.back(), rows = inner / std::max<int64_t>(len, 1);
   const size_t size = dtype_size(dtype);
   std::vector<const char*> bases;
@@ -559,7 +615,7 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
   parallel_for(outer, grain, [&](int64_t b, int64_t e) {
     const std::unique_ptr<RowReduction> reduction = make_row_reduction(op, dtype);
     Registers regs(nreg);
-    std::vector<const char*>& reg = regs.at;
+    const char** reg = regs.at.data();
     std::vector<int64_t> off(inputs.size() + 1), start(inputs.size());
     for (int64_t o = b; o < e; ++o) {
       // Each input's offset at the start of row o of the outer dims.
@@ -572,7 +628,7 @@ Tensor run_fused_reduce(const FusedProgram& p, const Shape& shape,
       }
       char* acc = results + o * int64_t(size);
       for (int64_t row = 0; row < rows; ++row) {
-        row_offsets(s, row, off);
+        row_offsets(s, row, off.data());
         for (int64_t c0 = 0; c0 < len; c0 += kTile) {
           const int64_t n = std::min(kTile, len - c0);
           for (int32_t i = 0; i < nin; ++i) {

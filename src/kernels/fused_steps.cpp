@@ -11,7 +11,7 @@ namespace lanes::kernels {
 
 namespace {
 
-void run_step(const FusedStep& s, const std::vector<const char*>& reg, char* out, int64_t n) {
+void run_step(const FusedStep& s, const char* const* reg, char* out, int64_t n) {
   switch (s.kind) {
     case FusedStep::Kind::Unary:
       return unary_contiguous(UnaryOp(s.op), s.operand_type, reg[s.args[0]], out, n);
@@ -96,8 +96,8 @@ std::vector<int32_t> plan_buffers(const FusedProgram& p, const std::vector<StepG
   return at;
 }
 
-void run_group(const FusedProgram& p, const StepGroup& g, const std::vector<const char*>& reg,
-               char* out, int64_t n) {
+void run_group(const FusedProgram& p, const StepGroup& g, const char* const* reg, char* out,
+               int64_t n) {
   if (g.first == g.last) return run_step(p.steps[g.first], reg, out, n);
   const bool pre = p.steps[g.first].kind == FusedStep::Kind::Cast;
   const FusedStep& unary = p.steps[g.first + (pre ? 1 : 0)];

@@ -18,7 +18,7 @@ std::vector<StepGroup> plan_groups(const FusedProgram& p);
 std::vector<int32_t> plan_buffers(const FusedProgram& p, const std::vector<StepGroup>& groups);
 
 /// Runs group g on the n elements of a tile: its inputs where `reg` says, its result to `out`.
-void run_group(const FusedProgram& p, const StepGroup& g, const std::vector<const char*>& reg,
-               char* out, int64_t n);
+void run_group(const FusedProgram& p, const StepGroup& g, const char* const* reg, char* out,
+               int64_t n);
 
 }  // namespace lanes::kernels
