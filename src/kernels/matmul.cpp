@@ -5,7 +5,6 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <numeric>
 #include <optional>
 #include <type_traits>
@@ -33,12 +32,15 @@ struct Dim {
   int64_t stride = 0;
 };
 
-// Merges dims [begin, end) of a view into one dim; false when they are not evenly spaced.
-bool flatten(const Tensor& t, size_t begin, size_t end, Dim& out) {
+// Merges dims [begin, end) of a view into one dim; false when they are not evenly spaced. With
+// `perm`, the view is t's dims in that order (checked before any view is made).
+bool flatten(const Tensor& t, const std::vector<int64_t>* perm, size_t begin, size_t end,
+             Dim& out) {
   out = Dim{};
   bool any = false;
   for (size_t i = begin; i < end; ++i) {
-    const int64_t size = t.shape()[i], stride = t.strides()[i];
+    const size_t d = perm ? size_t((*perm)[i]) : i;
+    const int64_t size = t.shape()[d], stride = t.strides()[d];
     if (size == 1) continue;
     if (any && out.stride != stride * size) return false;
     out.size *= size;
@@ -82,22 +84,28 @@ struct Operand {
 // Whether the operand can be used in place. BLAS needs a unit stride in one of the two dims; the
 // integer kernel walks any strides but wants unit column stride for the rhs it streams; the
 // small kernels (neither) walk any strides.
+// (fits_as: of t's dims in the order `perm`, before the view is made; m receives the matrix.)
+bool fits_as(const Tensor& t, const std::vector<int64_t>* perm, size_t nb, size_t nr, bool blas,
+             bool unit_cols, Matrix& m) {
+  const size_t n = perm ? perm->size() : t.shape().size();
+  if (!flatten(t, perm, nb, nb + nr, m.rows)) return false;
+  if (!flatten(t, perm, nb + nr, n, m.cols)) return false;
+  if (blas) return blas_layout(m);
+  return !unit_cols || m.cols.stride == 1 || m.cols.size == 1;
+}
+
 bool fits(Operand& op, bool blas, bool unit_cols) {
-  const size_t n = op.view.shape().size();
-  if (!flatten(op.view, op.nb, op.nb + op.nr, op.m.rows)) return false;
-  if (!flatten(op.view, op.nb + op.nr, n, op.m.cols)) return false;
-  if (blas) return blas_layout(op.m);
-  return !unit_cols || op.m.cols.stride == 1 || op.m.cols.size == 1;
+  return fits_as(op.view, nullptr, op.nb, op.nr, blas, unit_cols, op.m);
 }
 
 Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
-  Shape shape;
-  Strides strides;
-  for (int64_t p : perm) {
-    shape.push_back(t.shape()[p]);
-    strides.push_back(t.strides()[p]);
+  Shape shape(perm.size());
+  Strides strides(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    shape[i] = t.shape()[perm[i]];
+    strides[i] = t.strides()[perm[i]];
   }
-  return t.view(shape, strides, t.offset());
+  return t.view(std::move(shape), std::move(strides), t.offset());
 }
 
 Operand make_operand(const Tensor& t, const std::vector<int64_t>& perm, size_t nb, size_t nr,
@@ -405,6 +413,7 @@ bool contains(const std::vector<int64_t>& v, int64_t x) {
 std::vector<int64_t> free_dims(int64_t ndim, const std::vector<int64_t>& contracting,
                                const std::vector<int64_t>& batch) {
   std::vector<int64_t> out;
+  out.reserve(size_t(ndim));
   for (int64_t d = 0; d < ndim; ++d)
     if (!contains(contracting, d) && !contains(batch, d)) out.push_back(d);
   return out;
@@ -413,10 +422,10 @@ std::vector<int64_t> free_dims(int64_t ndim, const std::vector<int64_t>& contrac
 // The contracting pairs may be taken in any order (the same for both operands). Tries the given
 // order and the orders that sort either operand's contracting strides descending, and keeps the
 // one that copies the fewest elements.
-std::vector<size_t> contracting_order(
-    const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lc,
-    const std::vector<int64_t>& rc,
-    const std::function<int64_t(const std::vector<size_t>&)>& copies) {
+template <class Copies>
+std::vector<size_t> contracting_order(const Tensor& lhs, const Tensor& rhs,
+                                      const std::vector<int64_t>& lc,
+                                      const std::vector<int64_t>& rc, const Copies& copies) {
   std::vector<size_t> given(lc.size());
   std::iota(given.begin(), given.end(), 0);
   if (given.size() < 2) return given;  // one order only
@@ -464,13 +473,15 @@ bool xsmm_columns(const Operand& a, const Operand& block, int64_t blocks, int64_
 // `pr` is the rhs permuted to (K dims, N dims).
 // Returns nothing when the rhs fits BLAS as it is, or when its other N dims do not merge either.
 template <class T>
-std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs, std::vector<int64_t> pr,
-                                    size_t nk, const Shape& out_shape) {
-  const size_t nn = pr.size() - nk;
+std::optional<Tensor> column_blocks(const Operand& a, const Tensor& rhs,
+                                    const std::vector<int64_t>& pr_whole, size_t nk,
+                                    const Shape& out_shape) {
+  const size_t nn = pr_whole.size() - nk;
   if (nn < 2) return {};
-  Operand whole{permuted(rhs, pr), 0, nk, {}};
-  if (fits(whole, true, false)) return {};
-  const int64_t outer = pr[nk];
+  Matrix whole;
+  if (fits_as(rhs, &pr_whole, 0, nk, true, false, whole)) return {};
+  const int64_t outer = pr_whole[nk];
+  std::vector<int64_t> pr = pr_whole;
   pr.erase(pr.begin() + int64_t(nk));
   Operand block{permuted(rhs, pr), 0, nk, {}};
   if (!fits(block, true, false)) return {};
@@ -511,6 +522,7 @@ Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>&
                bool& started, bool& by_blocks) {
   const std::vector<int64_t> lf = free_dims(lhs.ndim(), lc, lb), rf = free_dims(rhs.ndim(), rc, rb);
   Shape out_shape;
+  out_shape.reserve(lb.size() + lf.size() + rf.size());
   for (int64_t d : lb) out_shape.push_back(lhs.shape()[d]);
   for (int64_t d : lf) out_shape.push_back(lhs.shape()[d]);
   for (int64_t d : rf) out_shape.push_back(rhs.shape()[d]);
@@ -541,7 +553,11 @@ Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>&
         " x ", n, " is too large for BLAS's int sizes");
   // Permutations to (batch, M, K) and (batch, K, N) for a given order of the contracting pairs.
   auto perms = [&](const std::vector<size_t>& order) {
-    std::vector<int64_t> pl = lb, pr = rb;
+    std::vector<int64_t> pl, pr;
+    pl.reserve(lhs.shape().size());
+    pr.reserve(rhs.shape().size());
+    pl.insert(pl.end(), lb.begin(), lb.end());
+    pr.insert(pr.end(), rb.begin(), rb.end());
     pl.insert(pl.end(), lf.begin(), lf.end());
     for (size_t i : order) pl.push_back(lc[i]), pr.push_back(rc[i]);
     pr.insert(pr.end(), rf.begin(), rf.end());
@@ -549,9 +565,9 @@ Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>&
   };
   auto copies = [&](const std::vector<size_t>& order) {
     const auto [pl, pr] = perms(order);
-    Operand a{permuted(lhs, pl), lb.size(), lf.size(), {}};
-    Operand b{permuted(rhs, pr), rb.size(), lc.size(), {}};
-    return (fits(a, blas, false) ? 0 : lhs.numel()) + (fits(b, blas, unit_cols) ? 0 : rhs.numel());
+    Matrix m;
+    return (fits_as(lhs, &pl, lb.size(), lf.size(), blas, false, m) ? 0 : lhs.numel()) +
+           (fits_as(rhs, &pr, rb.size(), lc.size(), blas, unit_cols, m) ? 0 : rhs.numel());
   };
   // Batch-invariant products contract in the order given: the order that spares copies depends
   // on the layout, and a vmapped operand's layout is not the example's.
