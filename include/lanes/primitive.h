@@ -78,8 +78,10 @@ class Primitive : public std::enable_shared_from_this<Primitive> {
 
   /// eval given the only remaining handles of the inputs that are at their last use: the
   /// compiled executor calls it. A loop overrides it to let go of its initial carry after the
-  /// first iteration (its peak memory is then one iteration's plus the carries).
-  virtual std::vector<Tensor> eval_consuming(std::vector<Tensor> inputs) const {
+  /// first iteration (its peak memory is then one iteration's plus the carries); it may move
+  /// from `inputs`, which the executor clears and refills for its next node (rather than
+  /// allocating a fresh vector per node).
+  virtual std::vector<Tensor> eval_consuming(std::vector<Tensor>&& inputs) const {
     return eval(inputs);
   }
 

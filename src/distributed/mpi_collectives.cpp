@@ -75,12 +75,12 @@ std::vector<TensorType> AllReduce::infer(const std::vector<TensorType>& in) cons
 }
 
 std::vector<Tensor> AllReduce::eval(const std::vector<Tensor>& in) const {
-  return eval_consuming(in);
+  return eval_consuming(std::vector<Tensor>(in));
 }
 
 // In place on the operand when this holds its only handle (the executor hands over values at
 // their last use), else straight from the operand into a new buffer: never an extra copy.
-std::vector<Tensor> AllReduce::eval_consuming(std::vector<Tensor> in) const {
+std::vector<Tensor> AllReduce::eval_consuming(std::vector<Tensor>&& in) const {
   agree(*comm_, nullptr);
   Tensor x = std::move(in[0]);
   const MPI_Op op = mpi_op(op_, x.dtype());

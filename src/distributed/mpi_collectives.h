@@ -21,7 +21,7 @@ class AllReduce : public Primitive {
   std::string params() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
   std::vector<Tensor> eval(const std::vector<Tensor>& in) const override;
-  std::vector<Tensor> eval_consuming(std::vector<Tensor> in) const override;
+  std::vector<Tensor> eval_consuming(std::vector<Tensor>&& in) const override;
   std::vector<Batched> batch(const std::vector<Batched>& in, int64_t size) const override;
   // grad through a sharded vmap: a clear error (differentiate inside it instead).
   std::vector<Tensor> jvp(const std::vector<Tensor>&, const std::vector<Tensor>&,

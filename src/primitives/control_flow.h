@@ -77,7 +77,7 @@ class While : public Primitive {
  public:
   While(GraphPtr cond, GraphPtr body, size_t n_carry, Lanes lanes = {});
   std::string name() const override { return "while"; }
-  std::vector<Tensor> eval_consuming(std::vector<Tensor> in) const override;
+  std::vector<Tensor> eval_consuming(std::vector<Tensor>&& in) const override;
   std::string params() const override;
   std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;
@@ -112,7 +112,7 @@ class Scan : public Primitive {
   std::string name() const override { return "scan"; }
   std::vector<Tensor> mask(const std::vector<Tensor>& in,
                            const detail::MaskContext& ctx) const override;
-  std::vector<Tensor> eval_consuming(std::vector<Tensor> in) const override;
+  std::vector<Tensor> eval_consuming(std::vector<Tensor>&& in) const override;
   std::string params() const override;
   std::vector<std::pair<std::string, const Graph*>> subgraphs() const override;
   std::vector<TensorType> infer(const std::vector<TensorType>& in) const override;

@@ -171,10 +171,12 @@ std::vector<TensorType> Scan::infer(const std::vector<TensorType>& in) const {
   return out;
 }
 
-std::vector<Tensor> Scan::eval(const std::vector<Tensor>& in) const { return eval_consuming(in); }
+std::vector<Tensor> Scan::eval(const std::vector<Tensor>& in) const {
+  return eval_consuming(std::vector<Tensor>(in));
+}
 
-// Takes its inputs by value so the initial carry is released after the first step.
-std::vector<Tensor> Scan::eval_consuming(std::vector<Tensor> in) const {
+// Consumes its inputs (clears `in`) so the initial carry is released after the first step.
+std::vector<Tensor> Scan::eval_consuming(std::vector<Tensor>&& in) const {
   const Graph& g = *body_;
   std::vector<Tensor> args(in.begin(), in.begin() + int64_t(n_carry_ + n_consts_));
   const std::vector<Tensor> xs(in.begin() + int64_t(n_carry_ + n_consts_), in.end());

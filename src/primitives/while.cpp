@@ -242,11 +242,13 @@ std::vector<TensorType> While::infer(const std::vector<TensorType>& in) const {
   return std::vector<TensorType>(in.begin(), in.begin() + int64_t(n_carry_));
 }
 
-std::vector<Tensor> While::eval(const std::vector<Tensor>& in) const { return eval_consuming(in); }
+std::vector<Tensor> While::eval(const std::vector<Tensor>& in) const {
+  return eval_consuming(std::vector<Tensor>(in));
+}
 
-// Takes its inputs by value so the initial carry is released once the first iteration has
-// replaced it.
-std::vector<Tensor> While::eval_consuming(std::vector<Tensor> in) const {
+// Consumes its inputs (moves from and clears `in`) so the initial carry is released once the first
+// iteration has replaced it.
+std::vector<Tensor> While::eval_consuming(std::vector<Tensor>&& in) const {
   if (lanes_.on())
     return run_lane_loop(*cond_lanes_, *step_lanes_, n_carry_, lanes_, std::move(in));
   // The invariant parts of cond and body (on the consts alone) are computed once.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/arena.h"
 #include "lanes/compile.h"
 #include "lanes/cost.h"
 #include "runtime/thread_pool.h"
@@ -31,7 +32,7 @@ bool any_traced(const std::vector<Tensor>& leaves) {
 
 namespace {
 /// eval_consuming under a FlopCounter: the flops and the time of the evaluation.
-std::vector<Tensor> counted_eval(const Graph& g, const Node& n, std::vector<Tensor> args) {
+std::vector<Tensor> counted_eval(const Graph& g, const Node& n, std::vector<Tensor>&& args) {
   std::vector<TensorType> in, out;
   for (ValueId v : n.inputs) in.push_back(g.types[v]);
   for (ValueId v : n.outputs) out.push_back(g.types[v]);
@@ -46,8 +47,10 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
   check(g.captured.empty(), "execute: a compiled graph cannot read values of enclosing traces");
   check(inputs.size() == g.inputs.size(), "compile: the function takes ", g.inputs.size(),
         " tensors, got ", inputs.size());
-  // Last use of each value; outputs live to the end.
-  std::vector<int64_t> last_use(g.types.size(), -1);
+  // Last use of each value; outputs live to the end. (On the stack: a loop body's graph runs once
+  // per iteration, and each allocation of a call is a cost on its small kernels.)
+  LocalArena<2048> arena;
+  std::pmr::vector<int64_t> last_use(g.types.size(), -1, arena.resource());
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (ValueId v : g.nodes[i].inputs) last_use[v] = static_cast<int64_t>(i);
   for (ValueId v : g.outputs) last_use[v] = static_cast<int64_t>(g.nodes.size());
@@ -69,7 +72,7 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
     }
     std::vector<Tensor> outs = counting_flops() ? counted_eval(g, n, std::move(args))
                                                 : n.prim->eval_consuming(std::move(args));
-    args.clear();  // moved from: empty it before its reuse
+    args.clear();  // (moved from, or cleared by the primitive: the buffer is reused)
     for (size_t k = 0; k < outs.size(); ++k) env[n.outputs[k]] = std::move(outs[k]);
     for (ValueId v : n.inputs)
       if (last_use[v] == static_cast<int64_t>(i)) env[v] = Tensor();
