@@ -6,8 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <list>
-#include <map>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -49,30 +47,43 @@ size_t cache_limit() {
 // When the cache is full, the oldest blocks go back to the system to make room: refusing the new
 // block instead left a cache full of a finished loop's block sizes while every call of the next
 // workload (655 MB of per-example gradients) page-faulted its outputs afresh.
+//
+// The cache's bookkeeping lives in the cached blocks themselves (each is at least 4 KiB of memory
+// nobody uses): a list by age and a stack per size, linked through a header at each block's start.
+// A list node and a hash node allocated per cached block cost two mallocs and two frees per
+// tensor, a tenth of a while-loop row's allocations. Only a size seen for the first time
+// allocates (its stack's entry in `tops_`).
 class BlockCache {
  public:
   void* take(size_t bytes) {
     std::lock_guard<runtime::SpinLock> lock(lock_);
-    auto it = by_size_.find(bytes);
-    if (it == by_size_.end()) return nullptr;
-    void* p = it->second->p;
-    age_.erase(it->second);
-    by_size_.erase(it);
+    const auto it = tops_.find(bytes);
+    if (it == tops_.end() || !it->second) return nullptr;
+    Block* b = it->second;  // the newest of its size: the likeliest to be in cache still
+    it->second = b->below;
+    if (b->below) b->below->above = nullptr;
+    unlink_by_age(b);
     cached_ -= bytes;
-    return p;
+    return b;
   }
   bool give(void* p, size_t bytes) {
     std::lock_guard<runtime::SpinLock> lock(lock_);
     if (bytes > cache_limit()) return false;
     while (cached_ + bytes > cache_limit()) evict_oldest();
-    age_.push_back({p, bytes});
-    by_size_.emplace(bytes, std::prev(age_.end()));
+    if (tops_.size() >= kMaxSizes && !tops_.contains(bytes))
+      std::erase_if(tops_, [](const auto& e) { return e.second == nullptr; });
+    Block*& top = tops_[bytes];
+    Block* b = new (p) Block{bytes, nullptr, top, newest_, nullptr};
+    if (top) top->above = b;
+    top = b;
+    (newest_ ? newest_->newer : oldest_) = b;
+    newest_ = b;
     cached_ += bytes;
     return true;
   }
   void clear() {
     std::lock_guard<runtime::SpinLock> lock(lock_);
-    while (!age_.empty()) evict_oldest();
+    while (oldest_) evict_oldest();
   }
   size_t cached() {
     std::lock_guard<runtime::SpinLock> lock(lock_);
@@ -81,26 +92,36 @@ class BlockCache {
   ~BlockCache() { clear(); }
 
  private:
+  // The header of a cached block: its size, its neighbours in its size's stack (`above`: newer)
+  // and in the list by age.
   struct Block {
-    void* p;
     size_t bytes;
+    Block *above, *below;
+    Block *older, *newer;
   };
+  // Distinct sizes kept before the empty stacks are dropped (a run of ever-new shapes).
+  static constexpr size_t kMaxSizes = 4096;
+
+  void unlink_by_age(Block* b) {
+    (b->older ? b->older->newer : oldest_) = b->newer;
+    (b->newer ? b->newer->older : newest_) = b->older;
+  }
   void evict_oldest() {
-    const Block b = age_.front();
-    auto [first, last] = by_size_.equal_range(b.bytes);
-    for (auto it = first; it != last; ++it)
-      if (it->second == age_.begin()) {
-        by_size_.erase(it);
-        break;
-      }
-    age_.pop_front();
-    cached_ -= b.bytes;
-    std::free(b.p);
+    Block* b = oldest_;
+    if (b->above)
+      b->above->below = b->below;
+    else
+      tops_[b->bytes] = b->below;
+    if (b->below) b->below->above = b->above;
+    unlink_by_age(b);
+    cached_ -= b->bytes;
+    std::free(b);
   }
 
   runtime::SpinLock lock_;  // taken on every allocation: see spin_lock.h
-  std::list<Block> age_;    // oldest first
-  std::unordered_multimap<size_t, std::list<Block>::iterator> by_size_;
+  Block* oldest_ = nullptr;
+  Block* newest_ = nullptr;
+  std::unordered_map<size_t, Block*> tops_;  // the newest block of each size
   size_t cached_ = 0;
 };
 
