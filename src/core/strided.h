@@ -16,27 +16,29 @@ namespace lanes::detail {
 /// becomes the 1-d space {1}, so callers always see at least one dim.
 template <size_t K>
 void coalesce(Shape& shape, std::array<Strides, K>& strides) {
-  Shape out_shape;
-  std::array<Strides, K> out_strides;
+  // In place: the n dims kept so far sit in front of dim d (n <= d), so nothing unread is
+  // overwritten, and the vectors are only shortened (no allocation: this runs per kernel call).
+  size_t n = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
-    bool merge = !out_shape.empty();
-    for (size_t k = 0; k < K && merge; ++k)
-      merge = out_strides[k].back() == strides[k][d] * shape[d];
+    bool merge = n > 0;
+    for (size_t k = 0; k < K && merge; ++k) merge = strides[k][n - 1] == strides[k][d] * shape[d];
     if (merge) {
-      out_shape.back() *= shape[d];
-      for (size_t k = 0; k < K; ++k) out_strides[k].back() = strides[k][d];
+      shape[n - 1] *= shape[d];
+      for (size_t k = 0; k < K; ++k) strides[k][n - 1] = strides[k][d];
     } else {
-      out_shape.push_back(shape[d]);
-      for (size_t k = 0; k < K; ++k) out_strides[k].push_back(strides[k][d]);
+      shape[n] = shape[d];
+      for (size_t k = 0; k < K; ++k) strides[k][n] = strides[k][d];
+      ++n;
     }
   }
-  if (out_shape.empty()) {
-    out_shape.push_back(1);
-    for (size_t k = 0; k < K; ++k) out_strides[k].push_back(1);
+  if (n == 0) {
+    shape.assign(1, 1);
+    for (size_t k = 0; k < K; ++k) strides[k].assign(1, 1);
+    return;
   }
-  shape = std::move(out_shape);
-  strides = std::move(out_strides);
+  shape.resize(n);
+  for (size_t k = 0; k < K; ++k) strides[k].resize(n);
 }
 
 /// Visits rows [row_begin, row_end) of the space, a row being the innermost dim: calls

@@ -93,7 +93,7 @@ Tensor empty_in_order_of(const Tensor& like, DType dtype) {
     strides[d] = next;
     next *= shape[d];
   }
-  return Tensor::empty({next}, dtype).view(shape, strides, 0);
+  return Tensor::empty({next}, dtype).view(shape, std::move(strides), 0);
 }
 
 Tensor unary(UnaryOp op, const Tensor& x, bool reuse) {

@@ -26,7 +26,7 @@ Shape with_length(Shape s, int64_t n) {
 Tensor step_of(const Tensor& x, int64_t t) {
   Shape shape(x.shape().begin() + 1, x.shape().end());
   Strides strides(x.strides().begin() + 1, x.strides().end());
-  return x.view(shape, strides, x.offset() + t * x.strides()[0]);
+  return x.view(std::move(shape), std::move(strides), x.offset() + t * x.strides()[0]);
 }
 
 // Step t's y into row t of the ys whose data starts at `ys`.

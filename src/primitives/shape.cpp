@@ -70,7 +70,7 @@ std::vector<Tensor> Transpose::eval(const std::vector<Tensor>& in) const {
     shape[i] = x.shape()[perm_[i]];
     strides[i] = x.strides()[perm_[i]];
   }
-  return {x.view(shape, strides, x.offset())};
+  return {x.view(std::move(shape), std::move(strides), x.offset())};
 }
 
 // The batch dim stays first; the other dims are permuted as before, shifted past it.
@@ -121,7 +121,7 @@ std::vector<Tensor> BroadcastInDim::eval(const std::vector<Tensor>& in) const {
   Strides strides(shape_.size(), 0);
   for (size_t i = 0; i < dims_.size(); ++i)
     if (x.shape()[i] != 1) strides[dims_[i]] = x.strides()[i];
-  return {x.view(shape_, strides, x.offset())};
+  return {x.view(shape_, std::move(strides), x.offset())};
 }
 
 std::vector<Batched> BroadcastInDim::batch(const std::vector<Batched>& in, int64_t size) const {
@@ -174,15 +174,17 @@ std::vector<TensorType> Slice::infer(const std::vector<TensorType>& in) const {
 }
 
 std::vector<Tensor> Slice::eval(const std::vector<Tensor>& in) const {
+  // (infer has checked the bounds when the node was made; a view costs no copy of the shape.)
   const Tensor& x = in[0];
-  const Shape shape = infer({{x.shape(), x.dtype()}})[0].shape;
+  Shape shape(x.ndim());
   Strides strides(shape.size());
   int64_t offset = x.offset();
   for (size_t i = 0; i < shape.size(); ++i) {
+    shape[i] = (limit_[i] - start_[i] + strides_[i] - 1) / strides_[i];
     offset += start_[i] * x.strides()[i];
     strides[i] = x.strides()[i] * strides_[i];
   }
-  return {x.view(shape, strides, offset)};
+  return {x.view(std::move(shape), std::move(strides), offset)};
 }
 
 // The batch dim is taken whole.
