@@ -1,8 +1,8 @@
 // Kernel benchmarks: GEMM through lanes::matmul beside raw cblas_sgemm, batched small GEMMs and
-// the two raw strategies for them, and elementwise bandwidth beside the machine's triad
+// the two raw strategies for them, elementwise bandwidth beside the machine's triad
 // bandwidth. Prints medians of several runs. Runs in well under 30 s.
 //
-//   build/bench/kernels [gemm] [batched] [nested] [bandwidth]   (no argument: all)
+//   build/bench/kernels [gemm] [batched] [nested] [bandwidth] [reduce]   (no argument: all)
 //   build/bench/kernels fresh   (only when named: ~12 s of streaming into one fresh buffer)
 #include <cblas.h>
 #include <immintrin.h>
@@ -341,6 +341,25 @@ void bandwidth_section() {
 }  // namespace
 
 // With arguments, runs only the named sections: kernels [gemm] [batched] [nested] [bandwidth].
+// ---- reductions over short rows -----------------------------------------------------------------
+
+// A max and a sum over the last axis of rows of 16 to 256 floats (a softmax's rows: attention
+// scores over 64 positions), where each row's own fold, not the memory, sets the speed.
+void reduce_section() {
+  std::printf("\nreductions over the last axis, float32, 4 MB each (GB/s read)\n");
+  for (int64_t len : {16, 64, 256}) {
+    const lanes::Tensor x = filled({(int64_t(1) << 20) / len, len}, 7);
+    const double bytes = double(x.numel()) * 4;
+    char what[96];
+    std::snprintf(what, sizeof what, "max over rows of %lld", (long long)len);
+    const double tmax = median_seconds(50, [&] { lanes::max(x, {-1}); });
+    row(what, bytes / tmax * 1e-9, "GB/s", tmax);
+    std::snprintf(what, sizeof what, "sum over rows of %lld", (long long)len);
+    const double tsum = median_seconds(50, [&] { lanes::sum(x, {-1}); });
+    row(what, bytes / tsum * 1e-9, "GB/s", tsum);
+  }
+}
+
 int main(int argc, char** argv) {
   auto wanted = [&](const char* name) {
     if (argc < 2) return true;
@@ -355,6 +374,7 @@ int main(int argc, char** argv) {
   if (wanted("batched")) batched_section();
   if (wanted("nested")) nested_blas_section();
   if (wanted("bandwidth")) bandwidth_section();
+  if (wanted("reduce")) reduce_section();
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "fresh") == 0) fresh_memory_section();
   std::printf("\ntotal %.1f s\n", std::chrono::duration<double>(Clock::now() - start).count());

@@ -113,6 +113,53 @@ TEST(ReduceKernels, NanInTheFirstRowsOfAColumnReductionWins) {
   }
 }
 
+// A row's leaf folds its slots in registers, the unused slots of a short row holding the identity
+// (reduce_leaves.h); the column kernel folds the same slots as scalars. Both must give the same
+// bits for every row length around the slot count, NaNs, infinities and signed zeros included,
+// and the value the plain math gives.
+TEST(ReduceKernels, RowsAndColumnsAgreeBitForBitOnEveryShortLength) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-2, 2);
+  const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
+  for (int64_t len = 1; len <= 140; ++len) {
+    const int64_t rows = 6;
+    std::vector<float> v(size_t(rows * len));
+    for (float& x : v) x = u(rng);
+    // Row 0 plain, row 1 all -0.0, rows 2-5 one special each at a random place.
+    for (int64_t i = 0; i < len; ++i) v[size_t(len + i)] = -0.0f;
+    for (int64_t r = 2; r < rows; ++r)
+      v[size_t(r * len) + rng() % size_t(len)] = specials[size_t(r - 2 + len) % 5];
+    const Tensor x = lanes::tensor(v, {rows, len});
+    const Tensor xt = lanes::transpose(x, {1, 0}).contiguous();
+    using Reduce = Tensor (*)(const Tensor&, const lanes::Axes&, bool);
+    const Reduce ops[] = {lanes::sum, lanes::max, lanes::min, lanes::prod};
+    for (Reduce op : ops) {
+      const auto by_rows = op(x, {1}, false).to_vector<float>();
+      const auto by_columns = op(xt, {0}, false).to_vector<float>();
+      ASSERT_EQ(std::memcmp(by_rows.data(), by_columns.data(), by_rows.size() * sizeof(float)), 0)
+          << "length " << len;
+    }
+    // The plain math: max and min of each row, its sum in float64, NaN where the row has one.
+    const auto sums = lanes::sum(x, {1}).to_vector<float>();
+    const auto maxes = lanes::max(x, {1}).to_vector<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0, max = -INFINITY;
+      bool nan = false;
+      for (int64_t i = 0; i < len; ++i) {
+        const float e = v[size_t(r * len + i)];
+        nan = nan || std::isnan(e);
+        sum += e;
+        max = std::max(max, double(e));
+      }
+      EXPECT_EQ(std::isnan(maxes[size_t(r)]), nan) << len << " " << r;
+      if (!nan) EXPECT_EQ(double(maxes[size_t(r)]), max) << len << " " << r;
+      if (!std::isnan(sum) && !std::isinf(sum))
+        EXPECT_NEAR(sums[size_t(r)], sum, 1e-5 * double(len) * 2) << len << " " << r;
+    }
+    EXPECT_TRUE(std::signbit(sums[1])) << "a sum of -0.0s is -0.0, length " << len;
+  }
+}
+
 }  // namespace
 
 namespace {
