@@ -1,6 +1,11 @@
 #include "kernels/fused_convert.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/convert.h"
@@ -80,6 +85,46 @@ void run_register_loop(const In* x, Out* out, int64_t n, F f) {
   }
 }
 
+#if defined(__AVX512VBMI__)
+// uint8 -> op -> uint8 has only 256 inputs: the op runs once on each of them, through the loop a
+// tile would take (lanes are independent, so every entry has the bits the loop gives that byte),
+// and tiles map their bytes through that table, 64 at a time by byte permutes. sqrt_images'
+// chain was bound by vsqrtps' throughput (~0.75 cycles a float); the lookup is bound by memory.
+// One table per op for the process, made by whichever thread needs it first.
+template <class F>
+const uint8_t* byte_table(UnaryOp op, F f) {
+  static std::array<std::atomic<const uint8_t*>, 256> tables{};
+  std::atomic<const uint8_t*>& slot = tables[size_t(op)];
+  if (const uint8_t* t = slot.load(std::memory_order_acquire)) return t;
+  alignas(64) uint8_t bytes[256];
+  for (int i = 0; i < 256; ++i) bytes[i] = uint8_t(i);
+  auto* table = static_cast<uint8_t*>(std::aligned_alloc(64, 256));  // (kept for the process)
+  run_register_loop(static_cast<const uint8_t*>(bytes), table, 256, f);
+  const uint8_t* expected = nullptr;
+  if (slot.compare_exchange_strong(expected, table, std::memory_order_acq_rel)) return table;
+  std::free(table);  // another thread's table won (the same bytes)
+  return expected;
+}
+
+// out[i] = table[x[i]]: vpermi2b looks up the low 7 bits in each half of the table, and the
+// high bit picks the half.
+void map_bytes(const uint8_t* table, const uint8_t* x, uint8_t* out, int64_t n) {
+  const __m512i t0 = _mm512_load_si512(table), t1 = _mm512_load_si512(table + 64);
+  const __m512i t2 = _mm512_load_si512(table + 128), t3 = _mm512_load_si512(table + 192);
+  auto map = [&](__m512i idx) {
+    const __m512i low = _mm512_permutex2var_epi8(t0, idx, t1);
+    const __m512i high = _mm512_permutex2var_epi8(t2, idx, t3);
+    return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), low, high);
+  };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) _mm512_storeu_si512(out + i, map(_mm512_loadu_si512(x + i)));
+  if (i < n) {
+    const __mmask64 tail = _bzhi_u64(~uint64_t{0}, unsigned(n - i));
+    _mm512_mask_storeu_epi8(out + i, tail, map(_mm512_maskz_loadu_epi8(tail, x + i)));
+  }
+}
+#endif
+
 /// Calls fn(TypeTag<T>) for the dtypes converting_unary handles on either side.
 template <class Fn>
 bool with_side(DType d, Fn&& fn) {
@@ -122,6 +167,14 @@ void converting_unary(DType in, UnaryOp op, DType out, const void* x, void* o, i
         if (!unary_accepts(op, DType::Float32)) return;
         with_unary<float>(op, [&](auto f) {
           if constexpr (loops::kSimd<decltype(f), float>) {
+#if defined(__AVX512VBMI__)
+            if constexpr (std::is_same_v<In, uint8_t> && std::is_same_v<Out, uint8_t>) {
+              map_bytes(byte_table(op, f), static_cast<const uint8_t*>(x), static_cast<uint8_t*>(o),
+                        n);
+              ran = true;
+              return;
+            }
+#endif
             if constexpr (kInRegisters<In> && kInRegisters<Out>)
               run_register_loop(static_cast<const In*>(x), static_cast<Out*>(o), n, f);
             else
