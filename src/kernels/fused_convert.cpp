@@ -89,7 +89,7 @@ void run_register_loop(const In* x, Out* out, int64_t n, F f) {
 // uint8 -> op -> uint8 has only 256 inputs: the op runs once on each of them, through the loop a
 // tile would take (lanes are independent, so every entry has the bits the loop gives that byte),
 // and tiles map their bytes through that table, 64 at a time by byte permutes. sqrt_images'
-// chain was bound by vsqrtps' throughput (~0.75 cycles a float); the lookup is bound by memory.
+// 1.2M-byte chain took 0.20-0.26 ms through the sqrt loop, 0.04-0.08 through the table.
 // One table per op for the process, made by whichever thread needs it first.
 template <class F>
 const uint8_t* byte_table(UnaryOp op, F f) {
