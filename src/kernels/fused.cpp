@@ -328,6 +328,8 @@ FusedPass::Plan::Plan(const FusedProgram& program, const Shape& shape,
       out_sizes(arena.resource()),
       apart(p.outputs.size(), false, arena.resource()) {
   // Given outputs each go out from their register: no direct writes.
+  check(outs.size() <= apart.size(), "fused pass: ", outs.size(), " outputs given for ",
+        apart.size(), " (an internal error)");
   for (size_t o = 0; o < outs.size(); ++o) apart[o] = !outs[o].is_contiguous();
   const auto first_apart = std::find(apart.begin(), apart.end(), true);
   any_apart = first_apart != apart.end();
