@@ -152,6 +152,13 @@ std::vector<Tensor> BroadcastInDim::vjp(const std::vector<Tensor>& x, const std:
 
 // ---- slice ------------------------------------------------------------------------------------
 
+namespace {
+// Elements taken from [start, limit) every `stride`-th one.
+int64_t slice_length(int64_t start, int64_t limit, int64_t stride) {
+  return (limit - start + stride - 1) / stride;
+}
+}  // namespace
+
 std::string Slice::params() const {
   return "start_indices=" + list_str(start_) + ", limit_indices=" + list_str(limit_) +
          ", strides=" + list_str(strides_);
@@ -168,7 +175,7 @@ std::vector<TensorType> Slice::infer(const std::vector<TensorType>& in) const {
     check(0 <= start_[i] && start_[i] <= limit_[i] && limit_[i] <= s[i] && strides_[i] >= 1,
           "slice: dim ", i, " of shape ", fmt(s), " cannot be sliced from ", start_[i], " to ",
           limit_[i], " with stride ", strides_[i]);
-    out[i] = (limit_[i] - start_[i] + strides_[i] - 1) / strides_[i];
+    out[i] = slice_length(start_[i], limit_[i], strides_[i]);
   }
   return single(std::move(out), in[0].dtype);
 }
@@ -180,7 +187,7 @@ std::vector<Tensor> Slice::eval(const std::vector<Tensor>& in) const {
   Strides strides(shape.size());
   int64_t offset = x.offset();
   for (size_t i = 0; i < shape.size(); ++i) {
-    shape[i] = (limit_[i] - start_[i] + strides_[i] - 1) / strides_[i];
+    shape[i] = slice_length(start_[i], limit_[i], strides_[i]);
     offset += start_[i] * x.strides()[i];
     strides[i] = x.strides()[i] * strides_[i];
   }
