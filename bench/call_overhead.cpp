@@ -35,6 +35,16 @@ int main() {
               median_us([&] { return lanes::tanh(lanes::matmul(x, w)) * 2.0; }));
   std::printf("  vmap (traces every call)    %7.2f us\n", median_us([&] { return batched(x); }));
   std::printf("  compile(vmap)               %7.2f us\n", median_us([&] { return compiled(x); }));
+  // The call path alone: a compiled function of perex_linear's arguments (two parameters, a
+  // (10, 32) batch and its (10, 1) labels) that returns the parameters, with no kernel to run.
+  // bench/python/call_overhead.py times the same through lanes.jit: the difference is what the
+  // Python layer adds to every jitted call.
+  const std::vector<lanes::Tensor> params{lanes::ones({32, 1}), lanes::zeros({1})};
+  const lanes::Tensor batch = lanes::ones({10, 32}), labels = lanes::ones({10, 1});
+  auto no_work = lanes::compile([](const std::vector<lanes::Tensor>& p, const lanes::Tensor&,
+                                   const lanes::Tensor&) { return p; });
+  std::printf("  compile(p, x, y -> p), no work %4.2f us\n",
+              median_us([&] { return no_work(params, batch, labels); }));
   // The thread pool's dispatch: a parallel_for of n trivial chunks, and of 50 chunks of ~1 us.
   std::vector<double> sink(64);
   auto spin_us = [](double us) {

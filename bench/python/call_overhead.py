@@ -42,6 +42,13 @@ def main() -> None:
     plain = lanes.vmap(f_lanes)
     rows.append(("lanes jit(vmap(f))(x)", per_call_us(lambda: jitted(x_l))))
     rows.append(("lanes vmap(f)(x)", per_call_us(lambda: plain(x_l))))
+    # The call path alone (build/bench/call_overhead's "no work" row through Python): a jitted
+    # function of perex_linear's arguments that returns its parameters.
+    params = (lanes.asarray(np.ones((32, 1), np.float32)), lanes.asarray(np.zeros(1, np.float32)))
+    batch, labels = (lanes.asarray(np.ones(s, np.float32)) for s in ((10, 32), (10, 1)))
+    no_work = lanes.jit(lambda p, x, y: p)
+    rows.append(("lanes jit(p, x, y -> p), no work",
+                 per_call_us(lambda: no_work(params, batch, labels))))
 
     try:
         import jax
@@ -56,6 +63,11 @@ def main() -> None:
         rows.append(("jax jit(vmap(f))(x)", per_call_us(lambda: jj(x_j).block_until_ready())))
         rows.append(("jax vmap(f)(x)",
                      per_call_us(lambda: jv(x_j).block_until_ready(), block=20)))
+        jp = tuple(jnp.asarray(np.asarray(a)) for a in params)
+        jb, jl = jnp.asarray(np.asarray(batch)), jnp.asarray(np.asarray(labels))
+        jn = jax.jit(lambda p, x, y: p)
+        rows.append(("jax jit(p, x, y -> p), no work",
+                     per_call_us(lambda: jax.block_until_ready(jn(jp, jb, jl)))))
     except ImportError:
         print("jax is not installed: its rows are missing")
     try:
@@ -72,9 +84,9 @@ def main() -> None:
     except ImportError:
         print("torch is not installed: its rows are missing")
 
-    print(f"{'call on an 8-element input':32s} {'us/call':>9s}")
+    print(f"{'call on an 8-element input':34s} {'us/call':>9s}")
     for name, us in rows:
-        print(f"{name:32s} {us:9.1f}")
+        print(f"{name:34s} {us:9.2f}")
 
 
 if __name__ == "__main__":

@@ -60,19 +60,18 @@ def _argnums_tuple(argnums: int | Sequence[int], nargs: int, what: str) -> tuple
 
 class _Trees:
     """The output structures of one jitted function's traces, one per signature traced; each
-    trace returns its index as an extra 0-d int64 constant output, which lanes.Jit hands back with
-    the results (the structure may differ between signatures)."""
+    trace returns its leaves with its index, which lanes.Jit keeps with the signature and hands
+    back with every call's results (the structure may differ between signatures)."""
 
     __slots__ = ("trees",)
 
     def __init__(self) -> None:
         self.trees: list[PyTreeDef] = []
 
-    def flatten(self, out: Any) -> list[Array]:
+    def flatten(self, out: Any) -> tuple[list[Array], int]:
         leaves, tree = tree_flatten(out)
         self.trees.append(tree)
-        tag = _lanes.asarray(_np.int64(len(self.trees) - 1), None)
-        return _arrays(leaves, "jit output") + [tag]
+        return _arrays(leaves, "jit output"), len(self.trees) - 1
 
     def form(self, index: int) -> int | None:
         """The output of trace `index` as lanes.JitDispatch builds it without a call back: -1 one
@@ -479,12 +478,10 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (),
 
     if not statics:
         # The common calls (each argument an Array, or a plain tuple or list of Arrays) are
-        # dispatched in C++ (lanes._lanes.JitDispatch); the others come back to `general`.
-        dispatch = _lanes.JitDispatch(make, lambda *args: general(args))
-
-        @functools.wraps(fun)
-        def jitted(*args: Any, **kwargs: Any) -> Any:
-            return general(args, kwargs) if kwargs else dispatch(*args)
+        # dispatched in C++ (lanes._lanes.JitDispatch, the jitted function itself); the others
+        # come back to `general`.
+        dispatch = _lanes.JitDispatch(make, lambda a, k: general(a, k))
+        jitted: Any = functools.update_wrapper(dispatch, fun)
 
     else:
 
@@ -516,7 +513,7 @@ def jit(fun: Callable, static_argnums: int | Sequence[int] = (),
         if found is None:
             trees = _Trees()
 
-            def flat(leaf_list: list[Array]) -> list[Array]:
+            def flat(leaf_list: list[Array]) -> tuple[list[Array], int]:
                 values = list(tree_unflatten(treedef, leaf_list))
                 named = values.pop() if kwargs else {}
                 d, s = iter(values), iter(static)
@@ -548,7 +545,7 @@ def _flat_call(fun: Callable, layout: tuple, trees: _Trees) -> Callable:
     """fun as a function of the leaf list, its arguments rebuilt by jit's layout key (-1: an
     Array; (tuple or list, n): n of them), recording its output structure."""
 
-    def flat(leaf_list: list[Array]) -> list[Array]:
+    def flat(leaf_list: list[Array]) -> tuple[list[Array], int]:
         args, i = [], 0
         for part in layout:
             if part == -1:

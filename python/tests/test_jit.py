@@ -257,6 +257,42 @@ def test_static_argnames_by_keyword_or_position() -> None:
     assert_equal(power(lx, 3), x ** 3)
 
 
+def test_jitted_function_is_named_binds_as_a_method_and_takes_keywords() -> None:
+    def scaled(x: Any, factor: Any) -> Any:
+        """x times factor."""
+        return x * factor
+
+    jitted = lanes.jit(scaled)
+    assert jitted.__name__ == "scaled" and jitted.__doc__ == "x times factor."
+    assert jitted.__wrapped__ is scaled and repr(jitted).startswith("<lanes.jit of <function")
+    x = np.arange(4.0, dtype=np.float32)
+    lx, two = lanes.asarray(x), lanes.asarray(np.float32(2.0))
+    assert_equal(jitted(lx, two), x * 2)
+    assert_equal(jitted(lx, factor=two), x * 2)  # keywords take the general path
+    assert_equal(jitted(x, 3.0), x * 3)  # numpy and scalar arguments too
+
+    class Model:
+        def __init__(self, w: Any) -> None:
+            self.w = w
+
+        @lanes.jit
+        def apply(self: Any, v: Any) -> Any:
+            return v * self.w
+
+    model = Model(np.float32(5.0))
+    with pytest.raises(lanes.LanesError):  # self is not an array: a clear error
+        model.apply(lx)
+    assert Model.apply is Model.__dict__["apply"]
+
+    class Params:
+        @lanes.jit
+        def apply(w: Any, v: Any) -> Any:  # noqa: N805 (the instance is an Array leaf here)
+            return v * w
+
+    bound = Params.apply.__get__(lx)
+    assert_equal(bound(lx), x * x)
+
+
 def test_scan_accepts_jax_unroll() -> None:
     xs = lanes.asarray(np.arange(4.0, dtype=np.float32))
     carry, ys = lanes.lax.scan(lambda c, v: (c + v, c), 0.0, xs, unroll=2)
