@@ -253,7 +253,8 @@ TEST(Matmul, DegenerateProductsInEveryLayout) {
       {5, 1, 67, 33}, {1, 1, 7, 45},  // M == 1: row sums (rhs contiguous along N) or dots
       {5, 33, 67, 1}, {1, 45, 7, 1},  // N == 1
       {5, 33, 1, 45}, {1, 7, 1, 3},   // K == 1: outer products
-      {4, 1, 1, 1},   {3, 1, 1, 9},   // K == 1 with a vector
+      {4, 1, 1, 1},   {3, 1, 1, 9},   // K == 1 with a vector: rows of b scaled
+      {3, 9, 1, 1},   {1, 45, 1, 1},  // K == N == 1: a's column scaled
   };
   for (DType dtype : {kFloat32, kFloat64})
     for (const Case& t : cases)
@@ -278,9 +279,8 @@ TEST(Matmul, DegenerateProductsInEveryLayout) {
 // that are not vector-aligned.
 TEST(Matmul, LargeDegenerateProducts) {
   const std::pair<Shape, Shape> shapes[] = {
-      {{4096, 1, 512}, {4096, 512, 1}},
-      {{1, 1, 50}, {1, 50, 3001}},
-      {{2, 2049, 1}, {2, 1, 4099}},
+      {{4096, 1, 512}, {4096, 512, 1}}, {{1, 1, 50}, {1, 50, 3001}}, {{2, 2049, 1}, {2, 1, 4099}},
+      {{3, 1, 1}, {3, 1, 70001}},       {{3, 70001, 1}, {3, 1, 1}},
   };
   for (DType dtype : {kFloat32, kFloat64})
     for (const auto& [sa, sb] : shapes) {

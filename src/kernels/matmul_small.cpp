@@ -297,14 +297,23 @@ void matrix_vector(const StridedBatch<T>& a, const StridedBatch<T>& b, int64_t b
 
 }  // namespace
 
+// K == 1 with M or N > 1 is an outer product: rows of b scaled by the elements of a. When N ==
+// 1 it is one row the other way round, a's column scaled by b's one element. As M * N dot
+// products of length 1 each output cost a call and a horizontal sum: perex_linear's per-example
+// weight gradients, (10, 32) x (10, 1) -> (10, 32, 1), took ~1.7 of its ~5.4 us.
 template <class T>
 void small_products(const StridedBatch<T>& a, const StridedBatch<T>& b, int64_t batch, T* out) {
-  if (a.rows == 1 || b.cols == 1)
-    matrix_vector(a, b, batch, out);
-  else
+  const bool outer = a.cols == 1 && (a.rows > 1 || b.cols > 1);
+  if (outer && b.cols == 1)
+    run_outer(
+        Outer<T>{b.data, a.data, b.batch_offsets, a.batch_offsets, 1, a.rows, 0, a.row_stride},
+        batch, out);
+  else if (outer)
     run_outer(Outer<T>{a.data, b.data, a.batch_offsets, b.batch_offsets, a.rows, b.cols,
                        a.row_stride, b.col_stride},
               batch, out);
+  else
+    matrix_vector(a, b, batch, out);
 }
 
 template void small_products<float>(const StridedBatch<float>&, const StridedBatch<float>&, int64_t,
