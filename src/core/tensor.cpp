@@ -16,10 +16,9 @@
 namespace lanes {
 
 namespace {
-constexpr size_t kAlignment = 64;            // a cache line; also the widest SIMD load (AVX-512)
-constexpr size_t kLarge = size_t{1} << 21;   // 2 MiB: a huge page; larger blocks take whole ones
-constexpr size_t kCached = size_t{1} << 12;  // blocks from 4 KiB up are cached
-constexpr size_t kPaged = size_t{1} << 16;   // blocks from 64 KiB up are whole pages
+constexpr size_t kAlignment = 64;           // a cache line; also the widest SIMD load (AVX-512)
+constexpr size_t kLarge = size_t{1} << 21;  // 2 MiB: a huge page; larger blocks take whole ones
+constexpr size_t kPaged = size_t{1} << 16;  // blocks from 64 KiB up are whole pages
 constexpr size_t kPage = size_t{1} << 12;
 
 // The cache holds at most an eighth of the machine's memory, and at least 1 GiB. Two application
@@ -34,24 +33,24 @@ size_t cache_limit() {
   return limit;
 }
 
-// Blocks of 4 KiB and more are kept after use and handed out again (a caching allocator, as MLX
-// and PyTorch do): touching fresh memory costs a page fault per 4 KiB page (measured ~13 us
-// here), which is more than the arithmetic of a streaming kernel. Fresh large blocks ask for
-// transparent huge pages, which cut the first touch of 64 MB from ~200 ms to ~8 ms. Blocks below
-// 2 MiB were left to malloc at first, but glibc returns the top of its heap to the system and
-// maps large requests afresh: the 1.6 MB per-step products of an LSTM's gradient page-faulted on
-// every call (16% of its time). Blocks from 4 KiB up are cached: below 64 KiB glibc kept them,
-// but its memalign and the coalescing of freed chunks cost ~10% of an LSTM gradient's manual
-// batched call, whose tensors are (100, 32) and (100, 128).
+// Blocks are kept after use and handed out again (a caching allocator, as MLX and PyTorch do):
+// touching fresh memory costs a page fault per 4 KiB page (measured ~13 us here), which is more
+// than the arithmetic of a streaming kernel. Fresh large blocks ask for transparent huge pages,
+// which cut the first touch of 64 MB from ~200 ms to ~8 ms. Blocks below 2 MiB were left to
+// malloc at first, but glibc returns the top of its heap to the system and maps large requests
+// afresh: the 1.6 MB per-step products of an LSTM's gradient page-faulted on every call (16% of
+// its time). Blocks below 4 KiB were left to malloc next, but an aligned request never takes
+// glibc's per-thread cache, and one of 1 KiB or more makes it consolidate its fast bins: with
+// every size cached, perex_linear's call went from 3.45-3.6 to 3.25-3.3 us.
 //
 // When the cache is full, the oldest blocks go back to the system to make room: refusing the new
 // block instead left a cache full of a finished loop's block sizes while every call of the next
 // workload (655 MB of per-example gradients) page-faulted its outputs afresh.
 //
-// The cache's bookkeeping lives in the cached blocks themselves (each is at least 4 KiB of memory
-// nobody uses): a list by age and a stack per size, linked through a header at each block's start.
-// A list node and a hash node allocated per cached block cost two mallocs and two frees per
-// tensor, a sixth of ode_rk4's allocations (heaptrack). Only a size seen for the first time
+// The cache's bookkeeping lives in the cached blocks themselves (each is at least 64 bytes that
+// nobody uses): a list by age and a stack per size, linked through a header at each block's
+// start. A list node and a hash node allocated per cached block cost two mallocs and two frees
+// per tensor, a sixth of ode_rk4's allocations (heaptrack). Only a size seen for the first time
 // allocates (its stack's entry in `tops_`).
 class BlockCache {
  public:
@@ -99,6 +98,7 @@ class BlockCache {
     Block *above, *below;
     Block *older, *newer;
   };
+  static_assert(sizeof(Block) <= kAlignment, "a cached block holds its header");
   // Distinct sizes kept before the empty stacks are dropped (a run of ever-new shapes).
   static constexpr size_t kMaxSizes = 4096;
 
@@ -166,18 +166,12 @@ void empty_cache() { block_cache().clear(); }
 Storage::Storage(size_t bytes) : bytes_(bytes) {
   if (bytes > memory_limit()) throw std::bad_alloc();
   const size_t size = rounded_size(bytes);
-  if (size >= kCached) {
-    data_ = block_cache().take(size);
-    if (data_) {
-      count_alloc(size);
-      return;
-    }
+  data_ = block_cache().take(size);
+  if (!data_) {
     data_ = std::aligned_alloc(size >= kLarge ? kLarge : size >= kPaged ? kPage : kAlignment, size);
-    if (data_ && size >= kLarge) madvise(data_, size, MADV_HUGEPAGE);
-  } else {
-    data_ = std::aligned_alloc(kAlignment, size);
+    if (!data_) throw std::bad_alloc();
+    if (size >= kLarge) madvise(data_, size, MADV_HUGEPAGE);
   }
-  if (!data_) throw std::bad_alloc();
   count_alloc(size);
 }
 
@@ -190,7 +184,7 @@ Storage::~Storage() {
   if (owner_) return;  // the owner frees it
   const size_t size = rounded_size(bytes_);
   g_live.fetch_sub(size, std::memory_order_relaxed);
-  if (size >= kCached && block_cache().give(data_, size)) return;
+  if (block_cache().give(data_, size)) return;
   std::free(data_);
 }
 

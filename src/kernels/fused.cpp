@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "core/arena.h"
 #include "core/strided.h"
@@ -521,16 +522,21 @@ void FusedPass::Plan::write_rows(size_t o, const char* results, int64_t offset, 
 
 FusedPass::FusedPass(const FusedProgram& program, const Shape& shape,
                      const std::vector<Tensor>& inputs, int32_t private_input, int32_t layout_input,
-                     std::vector<Tensor> into)
-    : plan_(std::make_unique<Plan>(program, shape, inputs, private_input, layout_input,
-                                   std::move(into))) {}
+                     std::vector<Tensor> into) {
+  static_assert(sizeof(Plan) <= kPlanBytes && alignof(Plan) <= 64, "FusedPass::kPlanBytes");
+  new (plan_) Plan(program, shape, inputs, private_input, layout_input, std::move(into));
+}
 
-FusedPass::~FusedPass() = default;
+FusedPass::~FusedPass() { std::destroy_at(&plan()); }
 
-const std::vector<Tensor>& FusedPass::outputs() const { return plan_->outs; }
+const FusedPass::Plan& FusedPass::plan() const {
+  return *std::launder(reinterpret_cast<const Plan*>(plan_));
+}
+
+const std::vector<Tensor>& FusedPass::outputs() const { return plan().outs; }
 
 void FusedPass::run() const {
-  const Plan& pl = *plan_;
+  const Plan& pl = plan();
   if (pl.numel == 0) return;
   const int64_t units = pl.per > 1 ? (pl.rows + pl.per - 1) / pl.per : pl.rows * pl.chunks;
   parallel_for(units, std::max<int64_t>(1, pl.grain / std::min(pl.len * pl.per, kTile)),
@@ -551,7 +557,7 @@ void FusedPass::run() const {
 }
 
 void FusedPass::run_elements(int64_t begin, int64_t end) const {
-  const Plan& pl = *plan_;
+  const Plan& pl = plan();
   if (begin >= end) return;
   Registers regs(pl.p.num_registers());
   RowCursor cursor(pl.s);
