@@ -9,6 +9,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/arena.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_in_order.h"
 #include "kernels/matmul_small.h"
@@ -351,10 +352,12 @@ std::optional<Tensor> identity_product(const Operand& a, const Operand& b, const
 // read any strides. One call, however large the batch.
 template <class T>
 void small_batched(const Operand& a, const Operand& b, int64_t batch, T* out) {
-  std::vector<int64_t> a_offsets(batch), b_offsets(batch);
+  detail::LocalArena<512> arena;  // the offsets of a small batch, without the heap
+  std::pmr::vector<int64_t> a_offsets(size_t(batch), arena.resource()),
+      b_offsets(size_t(batch), arena.resource());
   for (int64_t i = 0; i < batch; ++i)
     a_offsets[i] = batch_offset(a, i), b_offsets[i] = batch_offset(b, i);
-  auto view = [](const Operand& op, const std::vector<int64_t>& offsets) {
+  auto view = [](const Operand& op, const std::pmr::vector<int64_t>& offsets) {
     const Dim &rows = op.m.rows, &cols = op.m.cols;
     return StridedBatch<T>{op.view.data<T>(), offsets.data(), rows.size,
                            cols.size,         rows.stride,    cols.stride};
@@ -561,7 +564,7 @@ Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>&
     pl.insert(pl.end(), lf.begin(), lf.end());
     for (size_t i : order) pl.push_back(lc[i]), pr.push_back(rc[i]);
     pr.insert(pr.end(), rf.begin(), rf.end());
-    return std::make_pair(pl, pr);
+    return std::make_pair(std::move(pl), std::move(pr));
   };
   auto copies = [&](const std::vector<size_t>& order) {
     const auto [pl, pr] = perms(order);
@@ -571,9 +574,13 @@ Tensor product(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>&
   };
   // Batch-invariant products contract in the order given: the order that spares copies depends
   // on the layout, and a vmapped operand's layout is not the example's.
-  std::vector<size_t> given(lc.size());
-  std::iota(given.begin(), given.end(), 0);
-  const auto [pl, pr] = perms(in_order ? given : contracting_order(lhs, rhs, lc, rc, copies));
+  auto order = [&] {
+    if (!in_order) return contracting_order(lhs, rhs, lc, rc, copies);
+    std::vector<size_t> given(lc.size());
+    std::iota(given.begin(), given.end(), 0);
+    return given;
+  };
+  const auto [pl, pr] = perms(order());
   const Operand a = make_operand(lhs, pl, lb.size(), lf.size(), blas, false);
   if (blas && lb.empty()) {
     std::optional<Tensor> blocked;
