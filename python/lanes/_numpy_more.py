@@ -93,6 +93,41 @@ def fmod(x1: Any, x2: Any) -> Array:
     return lnp.where(lnp.not_equal(r, 0) & lnp.not_equal(signbit(r), signbit(a)), r - b, r)
 
 
+def _integers(x1: Any, x2: Any, what: str) -> tuple[Array, Array]:
+    """|x1| and |x2| as integer arrays of their promoted dtype, broadcast together."""
+    lnp = _lnp()
+    a, b = _arr(x1), _arr(x2)
+    for x in (a, b):
+        if x.dtype.kind not in "iu":
+            raise LanesError(f"{what}: integer arrays only, got {x.dtype}")
+    dtype = lnp.promote_types(a.dtype, b.dtype)
+    return tuple(lnp.abs(x.astype(dtype)) for x in broadcast_arrays(a, b))  # type: ignore
+
+
+def gcd(x1: Any, x2: Any) -> Array:
+    """The greatest common divisor of |x1| and |x2|, elementwise (numpy.gcd; gcd(0, 0) is 0):
+    Euclid's algorithm as one lax.while_loop over the whole array, until every pair is done."""
+    from . import lax  # (lax imports lanes.numpy's modules)
+
+    lnp = _lnp()
+
+    def step(pair: tuple[Array, Array]) -> tuple[Array, Array]:
+        a, b = pair
+        done = lnp.equal(b, 0)
+        return lnp.where(done, a, b), lnp.where(done, b, a % lnp.where(done, 1, b))
+
+    return lax.while_loop(lambda pair: lnp.any(lnp.not_equal(pair[1], 0)), step,
+                          _integers(x1, x2, "gcd"))[0]
+
+
+def lcm(x1: Any, x2: Any) -> Array:
+    """The least common multiple of |x1| and |x2|, elementwise (numpy.lcm; 0 when either is)."""
+    lnp = _lnp()
+    a, b = _integers(x1, x2, "lcm")
+    g = gcd(a, b)
+    return lnp.where(lnp.equal(g, 0), 0, a // lnp.where(lnp.equal(g, 0), 1, g) * b)
+
+
 def heaviside(x1: Any, x2: Any) -> Array:
     lnp, x = _lnp(), _floating(x1)
     step = lnp.where(lnp.less(x, 0), 0.0, lnp.where(lnp.greater(x, 0), 1.0, _floating(x2)))

@@ -24,9 +24,9 @@ from ._lanes import Array, LanesError
 from ._numpy_more import (atleast_1d, atleast_2d, atleast_3d, bincount,  # noqa: F401
                           broadcast_arrays, can_cast, cbrt, copysign, cross, deg2rad, degrees,
                           diag_indices, dsplit, dstack, exp2, fabs, fliplr, flipud, float_power,
-                          fmax, fmin, fmod, heaviside, histogram, hsplit, indices, inner, interp,
-                          iscomplexobj, isneginf, isposinf, isscalar, issubdtype, kron, ldexp,
-                          logaddexp2, logspace, nan_to_num, nanargmax, nanargmin, nancumsum,
+                          fmax, fmin, fmod, gcd, heaviside, histogram, hsplit, indices, inner,
+                          interp, iscomplexobj, isneginf, isposinf, isscalar, issubdtype, kron,
+                          lcm, ldexp, logaddexp2, logspace, nan_to_num, nanargmax, nanargmin, nancumsum,
                           nanprod, ndim, polyval, promote_types, ptp, rad2deg, radians,
                           ravel_multi_index, result_type, rint, rot90, select, shape, signbit,
                           sinc, size, trapezoid, tri, unique, unravel_index, vdot)

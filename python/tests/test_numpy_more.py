@@ -37,6 +37,31 @@ def test_binary(name: str) -> None:
                                rtol=2e-6, equal_nan=True)
 
 
+@pytest.mark.parametrize("dtypes", [(np.int32, np.int32), (np.int64, np.int32),
+                                    (np.uint8, np.int32), (np.uint8, np.uint8)])
+def test_gcd_and_lcm_against_numpy(dtypes: tuple[Any, Any]) -> None:
+    rng = np.random.default_rng(7)
+    signed = [np.dtype(d).kind == "i" for d in dtypes]
+    a = rng.integers(-60 if signed[0] else 0, 61, (5, 7)).astype(dtypes[0])
+    b = rng.integers(-60 if signed[1] else 0, 61, (7,)).astype(dtypes[1])  # broadcast
+    a[0, :3], b[:2] = 0, 0  # gcd(x, 0) = |x|, gcd(0, 0) = 0, lcm(x, 0) = 0
+    for name in ("gcd", "lcm"):
+        got, want = np.asarray(getattr(lnp, name)(a, b)), getattr(np, name)(a, b)
+        assert got.dtype == want.dtype, name
+        assert_equal(got, want)
+    assert_equal(np.asarray(lnp.gcd(12, lanes.asarray(np.int32(18)))), np.int32(6))
+    with pytest.raises(lanes.LanesError, match="gcd: integer arrays only"):
+        lnp.gcd(np.float32(2.0), 4)
+
+
+def test_gcd_under_vmap_and_jit() -> None:
+    # Each example's loop runs its own number of steps (a masked while under vmap).
+    a = np.array([[48, 7], [1071, 0], [0, 0]], np.int32)
+    b = np.array([[18, 13], [462, 5], [0, 9]], np.int32)
+    assert_equal(np.asarray(lanes.vmap(lnp.gcd)(a, b)), np.gcd(a, b))
+    assert_equal(np.asarray(lanes.jit(lnp.lcm)(a, b)), np.lcm(a, b))
+
+
 def test_integer_fmod_ldexp_and_signbit() -> None:
     a, b = np.array([7, -7, 7, -7, 0]), np.array([3, 3, -3, -3, 5])
     assert_equal(lnp.fmod(a.astype(np.int32), b.astype(np.int32)), np.fmod(a, b).astype(np.int32))
