@@ -11,8 +11,6 @@ import functools
 import inspect
 from typing import Any, Callable, Sequence
 
-import numpy as _np
-
 from . import _lanes
 from ._lanes import Array, LanesError
 from ._tracing import tracing

@@ -26,8 +26,8 @@ from ._numpy_more import (atleast_1d, atleast_2d, atleast_3d, bincount,  # noqa:
                           diag_indices, dsplit, dstack, exp2, fabs, fliplr, flipud, float_power,
                           fmax, fmin, fmod, gcd, heaviside, histogram, hsplit, indices, inner,
                           interp, iscomplexobj, isneginf, isposinf, isscalar, issubdtype, kron,
-                          lcm, ldexp, logaddexp2, logspace, nan_to_num, nanargmax, nanargmin, nancumsum,
-                          nanprod, ndim, polyval, promote_types, ptp, rad2deg, radians,
+                          lcm, ldexp, logaddexp2, logspace, nan_to_num, nanargmax, nanargmin,
+                          nancumsum, nanprod, ndim, polyval, promote_types, ptp, rad2deg, radians,
                           ravel_multi_index, result_type, rint, rot90, select, shape, signbit,
                           sinc, size, trapezoid, tri, unique, unravel_index, vdot)
 
