@@ -263,8 +263,9 @@ void run_outer(const Outer<T>& d, int64_t batch, T* out) {
 
 // ---- dispatch -----------------------------------------------------------------------------------
 
-// M == 1 or N == 1: dot products when the matrix is contiguous along K (or nothing is), else
-// sums of its rows when it is contiguous along the output. xsimd measured 15.0 ms beside 17.3
+// M == 1 or N == 1 (with K > 1 unless M == N == 1: small_products sends the other K == 1
+// products to run_outer): dot products when the matrix is contiguous along K (or nothing is),
+// else sums of its rows when it is contiguous along the output. xsimd measured 15.0 ms beside 17.3
 // (cblas_sgemv) and 24.0 (sgemm) for (256, 1, 784) x (256, 784, 512); 14.5 beside 17.2 and
 // 16.8 for (256, 512, 784) x (256, 784, 1); reading the 411 MB alone took 14.7.
 template <class T>
@@ -284,7 +285,7 @@ void matrix_vector(const StridedBatch<T>& a, const StridedBatch<T>& b, int64_t b
   const int64_t mat_l = lhs_matrix ? a.row_stride : b.col_stride;
   const int64_t mat_k = lhs_matrix ? a.col_stride : b.row_stride;
   const int64_t vec_k = lhs_matrix ? b.row_stride : a.col_stride;
-  if (mat_k != 1 && k != 1 && mat_l == 1) {
+  if (mat_k != 1 && mat_l == 1) {
     run_row_sums(
         RowSums<T>{vec.data, mat.data, vec.batch_offsets, mat.batch_offsets, len, k, vec_k, mat_k},
         batch, out);
