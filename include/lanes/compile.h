@@ -58,9 +58,13 @@ Graph fuse_elementwise(const Graph& g);
 /// Runs an optimized graph on concrete inputs without re-validating shapes per node; frees
 /// each intermediate after its last use (src/runtime/executor.cpp).
 std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs);
+/// As above, taking the inputs: each is moved into the run (no reference count is touched, and
+/// an input the caller no longer holds may be overwritten by a kernel at its last use).
+std::vector<Tensor> execute(const Graph& g, std::vector<Tensor>&& inputs);
 
-/// "float32(3,4);int32();" for the leaves, prefixed by the argument types.
-std::string signature(const std::vector<Tensor>& leaves, const std::string& types);
+/// Writes "types|float32,3,4;int32;" for the leaves into key (its memory is reused: a compiled
+/// call's key allocates nothing once the buffer is large enough).
+void signature(std::string& key, const std::vector<Tensor>& leaves, const std::string& types);
 
 struct CompiledEntry {
   Graph graph;
@@ -104,8 +108,9 @@ class Compiled {
     // Inside another transform a compiled function is traced through, also on concrete
     // arguments: the Variables it reads are the enclosing transform's inputs then.
     if (detail::any_traced(leaves) || detail::tracing()) return f_(args...);
-    const std::string key =
-        detail::signature(leaves, (std::string(typeid(Args).name()) + ... + ""));
+    static const std::string types = (std::string(typeid(Args).name()) + ... + "");
+    thread_local std::string key;  // (a trace below may call another compiled function)
+    detail::signature(key, leaves, types);
     std::shared_ptr<const detail::CompiledEntry> entry;
     {
       // The entry whose Variables have the types they have now (it reads their values and
@@ -116,6 +121,7 @@ class Compiled {
         if (detail::read_implicit(it->second->implicit, leaves)) entry = it->second;
     }
     if (!entry) {
+      const std::string signature = key;
       Out out{};
       auto fresh = std::make_shared<detail::CompiledEntry>();
       {
@@ -128,15 +134,15 @@ class Compiled {
       std::lock_guard<std::mutex> lock(cache_->mutex);
       check(detail::read_implicit(fresh->implicit, leaves),
             "compile: a Variable the function reads changed shape or dtype while it was traced");
-      auto [it, end] = cache_->entries.equal_range(key);
+      auto [it, end] = cache_->entries.equal_range(signature);
       bool known = false;
       for (; it != end; ++it)
         known |= detail::same_implicit_types(it->second->implicit, fresh->implicit);
-      if (!known) cache_->entries.emplace(key, fresh);
+      if (!known) cache_->entries.emplace(signature, fresh);
       entry = std::move(fresh);
     }
     return tree::rebuild(std::any_cast<const Out&>(entry->out),
-                         detail::execute(entry->graph, leaves));
+                         detail::execute(entry->graph, std::move(leaves)));
   }
 
   struct Cache {

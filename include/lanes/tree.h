@@ -191,21 +191,43 @@ std::string describe(const T& x) {
   return out;
 }
 
+namespace detail {
+/// rebuild's walk: kMove takes the leaves out of the vector (no reference count is touched).
+template <bool kMove, class T>
+T rebuild_from(const T& like,
+               std::conditional_t<kMove, std::vector<Tensor>&, const std::vector<Tensor>&> leaves,
+               size_t& pos) {
+  if constexpr (std::is_same_v<T, Tensor>) {
+    check(pos < leaves.size(), "tree: too few leaves to rebuild the structure");
+    if constexpr (kMove)
+      return std::move(leaves[pos++]);
+    else
+      return leaves[pos++];
+  } else {
+    return Tree<T>::map(like, [&](const auto& c) { return rebuild_from<kMove>(c, leaves, pos); });
+  }
+}
+}  // namespace detail
+
 /// A tree shaped like `like` whose leaves are leaves[pos], leaves[pos + 1], ...; advances pos.
 template <class T>
 T rebuild(const T& like, const std::vector<Tensor>& leaves, size_t& pos) {
-  if constexpr (std::is_same_v<T, Tensor>) {
-    check(pos < leaves.size(), "tree: too few leaves to rebuild the structure");
-    return leaves[pos++];
-  } else {
-    return Tree<T>::map(like, [&](const auto& c) { return rebuild(c, leaves, pos); });
-  }
+  return detail::rebuild_from<false>(like, leaves, pos);
 }
 
 template <class T>
 T rebuild(const T& like, const std::vector<Tensor>& leaves) {
   size_t pos = 0;
   T out = rebuild(like, leaves, pos);
+  check(pos == leaves.size(), "tree: ", leaves.size(), " leaves given for a structure of ", pos);
+  return out;
+}
+
+/// As above, moving the leaves into the tree.
+template <class T>
+T rebuild(const T& like, std::vector<Tensor>&& leaves) {
+  size_t pos = 0;
+  T out = detail::rebuild_from<true>(like, leaves, pos);
   check(pos == leaves.size(), "tree: ", leaves.size(), " leaves given for a structure of ", pos);
   return out;
 }

@@ -7,9 +7,13 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
-#include <map>
+#include <exception>
 #include <memory>
+#include <span>
+#include <utility>
 
 #include "bindings.h"
 
@@ -71,6 +75,22 @@ class Jit {
   Compiled<TaggedFn> compiled_;
 };
 
+// lanes.Array's type, set when the module is bound: nanobind's isinstance and cast find a C++
+// type's Python type by its typeid in a hash map on every use (~3% of a call that does no work).
+PyTypeObject* array_type = nullptr;
+
+bool is_array(nb::handle h) {
+  return Py_TYPE(h.ptr()) == array_type || PyType_IsSubtype(Py_TYPE(h.ptr()), array_type);
+}
+
+// A new lanes.Array holding t.
+nb::object wrap(Tensor&& t) {
+  nb::object array = nb::inst_alloc(nb::handle(reinterpret_cast<PyObject*>(array_type)));
+  new (nb::inst_ptr<Tensor>(array)) Tensor(std::move(t));
+  nb::inst_mark_ready(array);
+  return array;
+}
+
 // The leaves as a Python tuple (form n >= 0) or list (form -2 - n) of Arrays.
 nb::object sequence(Leaves leaves, int64_t form) {
   const bool tuple = form >= 0;
@@ -78,7 +98,7 @@ nb::object sequence(Leaves leaves, int64_t form) {
   nb::object seq = nb::steal(tuple ? PyTuple_New(n) : PyList_New(n));
   if (!seq.is_valid()) throw nb::python_error();
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject* leaf = nb::cast(std::move(leaves[size_t(i)])).release().ptr();
+    PyObject* leaf = wrap(std::move(leaves[size_t(i)])).release().ptr();
     if (tuple)
       PyTuple_SET_ITEM(seq.ptr(), i, leaf);
     else
@@ -94,8 +114,9 @@ nb::object sequence(Leaves leaves, int64_t form) {
 // _Trees.rebuild cost ~1.5 us, perex_linear's Python/C++ 1.35 -> 1.18). Other arguments (pytrees,
 // scalars, numpy arrays, keywords) go to Python's `general(args, kwargs)`, other outputs to the
 // _Trees' `rebuild`. It is the jitted function itself (lanes.jit gives it fun's name and doc and
-// __get__ binds it as a method): a Python wrapper's frame cost ~0.1 us a call.
-// Runs under the GIL except inside the compiled call, so the map needs no lock of its own.
+// __get__ binds it as a method): a Python wrapper's frame cost ~0.1 us a call. CPython calls it
+// through the type's call slot (call_slot below).
+// Runs under the GIL except inside the compiled call, so its entries need no lock of their own.
 class JitDispatch {
  public:
   JitDispatch(nb::object make, nb::object general)
@@ -103,29 +124,32 @@ class JitDispatch {
   JitDispatch(const JitDispatch&) = delete;
   JitDispatch& operator=(const JitDispatch&) = delete;
 
-  nb::object operator()(nb::args args, nb::kwargs kwargs) {
-    if (kwargs.size() != 0) return general_(args, kwargs);
-    std::vector<int64_t> key;  // per argument: -1 an Array, n a tuple of n, -2 - n a list of n
-    key.reserve(args.size());
+  nb::object operator()(nb::handle args, nb::handle kwargs) {
+    if (kwargs.is_valid() && PyDict_GET_SIZE(kwargs.ptr()) != 0) return general_(args, kwargs);
+    const Py_ssize_t count = PyTuple_GET_SIZE(args.ptr());
+    if (count > kMaxArguments) return general_(args, nb::dict());
+    // Per argument: -1 an Array, n a tuple of n, -2 - n a list of n.
+    std::array<int64_t, kMaxArguments> key;
     Leaves leaves;
-    leaves.reserve(args.size() + 8);
-    for (nb::handle a : args) {
-      if (add_leaf(a, leaves)) {
-        key.push_back(-1);
+    leaves.reserve(size_t(count) + 8);
+    for (Py_ssize_t a = 0; a < count; ++a) {
+      nb::handle arg = PyTuple_GET_ITEM(args.ptr(), a);
+      if (add_leaf(arg, leaves)) {
+        key[size_t(a)] = -1;
         continue;
       }
-      const bool tuple = PyTuple_CheckExact(a.ptr()), list = PyList_CheckExact(a.ptr());
-      if (!tuple && !list) return general_(args, kwargs);
-      PyObject** items = PySequence_Fast_ITEMS(a.ptr());
-      const Py_ssize_t n = PySequence_Fast_GET_SIZE(a.ptr());
+      const bool tuple = PyTuple_CheckExact(arg.ptr()), list = PyList_CheckExact(arg.ptr());
+      if (!tuple && !list) return general_(args, nb::dict());
+      PyObject** items = PySequence_Fast_ITEMS(arg.ptr());
+      const Py_ssize_t n = PySequence_Fast_GET_SIZE(arg.ptr());
       for (Py_ssize_t i = 0; i < n; ++i)
-        if (!add_leaf(items[i], leaves)) return general_(args, kwargs);
-      key.push_back(tuple ? int64_t(n) : -2 - int64_t(n));
+        if (!add_leaf(items[i], leaves)) return general_(args, nb::dict());
+      key[size_t(a)] = tuple ? int64_t(n) : -2 - int64_t(n);
     }
-    Entry& entry = find(key, args);
+    Entry& entry = find({key.data(), size_t(count)}, args);
     auto [out, tree] = (*entry.jit)(leaves);
     const int64_t form = form_of(entry, tree);
-    if (form == kLeaf) return nb::cast(std::move(out.front()));
+    if (form == kLeaf) return wrap(std::move(out.front()));
     if (form == kTree)
       return entry.trees.attr("rebuild")(nb::make_tuple(nb::cast(std::move(out)), tree));
     return sequence(std::move(out), form);
@@ -133,6 +157,7 @@ class JitDispatch {
 
  private:
   struct Entry {
+    std::vector<int64_t> key;
     nb::object jit_object, trees;
     Jit* jit;
     std::vector<int64_t> forms;  // per output tree: what _Trees.form says, kUnasked before
@@ -140,29 +165,32 @@ class JitDispatch {
   // An output tree's form (Python's _Trees.form): one leaf, a tuple of n >= 0 leaves, a list of
   // n (-2 - n), or any other tree.
   static constexpr int64_t kLeaf = -1, kTree = INT64_MIN, kUnasked = INT64_MIN + 1;
+  // More positional arguments than this go to `general` (the key lives on the stack).
+  static constexpr Py_ssize_t kMaxArguments = 32;
 
   static bool add_leaf(nb::handle h, Leaves& leaves) {
-    if (!nb::isinstance<Tensor>(h)) return false;
+    if (!is_array(h)) return false;
     leaves.push_back(*nb::inst_ptr<Tensor>(h));
     return true;
   }
 
-  Entry& find(const std::vector<int64_t>& key, nb::args args) {
-    auto it = entries_.find(key);
-    if (it != entries_.end()) return *it->second;
+  // The entry of a layout: a linear search, as a jitted function sees one layout or a few.
+  Entry& find(std::span<const int64_t> key, nb::handle args) {
+    for (auto& entry : entries_)
+      if (std::ranges::equal(entry->key, key)) return *entry;
     nb::list layout;  // as Python's jit spells it: -1, or (tuple or list, n)
-    size_t i = 0;
-    for (int64_t k : key) {
-      nb::handle a = args[i++];
-      layout.append(k == -1 ? nb::object(nb::int_(-1))
-                            : nb::object(nb::make_tuple(a.type(), nb::len(a))));
+    for (size_t i = 0; i < key.size(); ++i) {
+      nb::handle a = PyTuple_GET_ITEM(args.ptr(), Py_ssize_t(i));
+      layout.append(key[i] == -1 ? nb::object(nb::int_(-1))
+                                 : nb::object(nb::make_tuple(a.type(), nb::len(a))));
     }
     nb::tuple made = nb::cast<nb::tuple>(make_(nb::tuple(layout)));
     auto entry = std::make_unique<Entry>();
+    entry->key.assign(key.begin(), key.end());
     entry->jit_object = made[0];
     entry->trees = made[1];
     entry->jit = nb::cast<Jit*>(entry->jit_object);
-    return *entries_.emplace(key, std::move(entry)).first->second;
+    return *entries_.emplace_back(std::move(entry));
   }
 
   int64_t form_of(Entry& entry, int64_t tree) {
@@ -176,12 +204,39 @@ class JitDispatch {
   }
 
   nb::object make_, general_;
-  std::map<std::vector<int64_t>, std::unique_ptr<Entry>> entries_;
+  std::vector<std::unique_ptr<Entry>> entries_;
 };
+
+// A C++ exception thrown by a call through call_slot, until `reraise` hands it to nanobind's
+// translation (lanes::Error to LanesError, a Python exception restored with its traceback).
+thread_local std::exception_ptr pending;
+nb::handle reraise;  // lanes._lanes._reraise_pending
+
+// JitDispatch's tp_call: CPython hands it the argument tuple. A `__call__` method went through
+// the type's attribute lookup and nanobind's overload dispatch, which also made an empty keyword
+// dict on every call (~0.1 us of the ~0.45 us the Python layer cost on a call that does no work).
+PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) noexcept {
+  if (!nb::inst_ready(self)) {
+    PyErr_SetString(PyExc_TypeError, "lanes.JitDispatch: called before it was initialized");
+    return nullptr;
+  }
+  try {
+    return (*nb::inst_ptr<JitDispatch>(self))(args, kwargs).release().ptr();
+  } catch (...) {
+    pending = std::current_exception();
+  }
+  PyObject* none = PyObject_CallNoArgs(reraise.ptr());  // raises, so returns null
+  Py_XDECREF(none);
+  return nullptr;
+}
+
+PyType_Slot jit_dispatch_slots[] = {{Py_tp_call, reinterpret_cast<void*>(call_slot)}, {0, nullptr}};
 
 }  // namespace
 
 void bind_jit(nb::module_& m) {
+  array_type = reinterpret_cast<PyTypeObject*>(nb::type<Tensor>().ptr());
+  check(array_type != nullptr, "lanes: bind_array must run before bind_jit");
   nb::class_<Jit>(m, "Jit")
       .def(nb::init<nb::object>())
       .def("__call__",
@@ -190,9 +245,10 @@ void bind_jit(nb::module_& m) {
              return std::make_pair(std::move(out.leaves), out.tree);
            })
       .def_prop_ro("cache_size", &Jit::cache_size);
-  nb::class_<JitDispatch>(m, "JitDispatch", nb::dynamic_attr())
+  m.def("_reraise_pending", [] { std::rethrow_exception(std::exchange(pending, nullptr)); });
+  reraise = m.attr("_reraise_pending");
+  nb::class_<JitDispatch>(m, "JitDispatch", nb::dynamic_attr(), nb::type_slots(jit_dispatch_slots))
       .def(nb::init<nb::object, nb::object>(), nb::arg("make"), nb::arg("general"))
-      .def("__call__", &JitDispatch::operator())
       .def("__repr__",
            [](nb::handle self) {
              nb::object fun = nb::getattr(self, "__wrapped__", nb::none());

@@ -301,3 +301,20 @@ def test_indexing_errors() -> None:
         x[..., ...]
     with pytest.raises(lanes.LanesError):
         x[lanes.asarray(np.array([True, False]))]
+
+
+def test_jit_call_of_arrays_raises_with_type_and_traceback() -> None:
+    # Arrays as arguments take jit's C++ call path (lanes._lanes.JitDispatch's call slot): a
+    # user exception keeps its type and the frames of the user's function, a lanes::Error
+    # becomes LanesError, and the next call works.
+    def user_function(x: Any) -> Any:
+        raise MyError("raised while tracing")
+
+    with pytest.raises(MyError, match="raised while tracing") as caught:
+        lanes.jit(user_function)(lanes.asarray(np.ones(3, np.float32)))
+    assert "user_function" in [entry.name for entry in caught.traceback]
+
+    product = lanes.jit(lambda x: x @ x)
+    with pytest.raises(lanes.LanesError, match="not aligned"):
+        product(lanes.asarray(np.ones((2, 3), np.float32)))
+    assert_close(product(lanes.asarray(np.ones((2, 2), np.float32))), np.full((2, 2), 2.0))

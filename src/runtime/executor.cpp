@@ -1,6 +1,7 @@
 // The executor of compiled graphs: nodes in order, each intermediate freed after its last use so
 // the allocator can reuse its memory for the next ones.
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 
 #include "core/arena.h"
@@ -10,18 +11,19 @@
 
 namespace lanes::detail {
 
-std::string signature(const std::vector<Tensor>& leaves, const std::string& types) {
-  std::string key = types;
+void signature(std::string& key, const std::vector<Tensor>& leaves, const std::string& types) {
+  key.assign(types);
   key += '|';
   for (const Tensor& t : leaves) {
     key += dtype_name(t.dtype());
     for (int64_t d : t.shape()) {
-      key += ',';
-      key += std::to_string(d);
+      char digits[24];
+      digits[0] = ',';
+      const auto end = std::to_chars(digits + 1, digits + sizeof digits, d).ptr;
+      key.append(digits, end);
     }
     key += ';';
   }
-  return key;
 }
 
 bool any_traced(const std::vector<Tensor>& leaves) {
@@ -41,12 +43,19 @@ std::vector<Tensor> counted_eval(const Graph& g, const Node& n, std::vector<Tens
   counted.done(*n.prim, n.prim->flops(in, out));
   return outs;
 }
-}  // namespace
 
-std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
+// A graph's values, with its constants set (the inputs are set by the caller).
+std::vector<Tensor> environment(const Graph& g, size_t inputs) {
   check(g.captured.empty(), "execute: a compiled graph cannot read values of enclosing traces");
-  check(inputs.size() == g.inputs.size(), "compile: the function takes ", g.inputs.size(),
-        " tensors, got ", inputs.size());
+  check(inputs == g.inputs.size(), "compile: the function takes ", g.inputs.size(),
+        " tensors, got ", inputs);
+  std::vector<Tensor> env(g.types.size());
+  for (const auto& [v, t] : g.constants) env[v] = t;
+  return env;
+}
+
+// The nodes of g in order over env (constants and inputs set); returns the outputs.
+std::vector<Tensor> run(const Graph& g, std::vector<Tensor>& env) {
   // Last use of each value; outputs live to the end. (On the stack: a loop body's graph runs once
   // per iteration, and each allocation of a call is a cost on its small kernels.)
   LocalArena<2048> arena;
@@ -56,9 +65,6 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
   for (ValueId v : g.outputs) last_use[v] = static_cast<int64_t>(g.nodes.size());
 
   const runtime::CallScope call;  // one caller of the pool for the whole graph
-  std::vector<Tensor> env(g.types.size());
-  for (const auto& [v, t] : g.constants) env[v] = t;
-  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = inputs[i];
   std::vector<Tensor> args;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -77,10 +83,28 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
     for (ValueId v : n.inputs)
       if (last_use[v] == static_cast<int64_t>(i)) env[v] = Tensor();
   }
+  // Each output is moved out of env at its last place in the list (one value may be returned
+  // twice).
   std::vector<Tensor> outputs;
   outputs.reserve(g.outputs.size());
-  for (ValueId v : g.outputs) outputs.push_back(env[v]);
+  for (auto v = g.outputs.begin(); v != g.outputs.end(); ++v)
+    outputs.push_back(std::find(v + 1, g.outputs.end(), *v) == g.outputs.end() ? std::move(env[*v])
+                                                                               : env[*v]);
   return outputs;
+}
+
+}  // namespace
+
+std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> env = environment(g, inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = inputs[i];
+  return run(g, env);
+}
+
+std::vector<Tensor> execute(const Graph& g, std::vector<Tensor>&& inputs) {
+  std::vector<Tensor> env = environment(g, inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs[i]] = std::move(inputs[i]);
+  return run(g, env);
 }
 
 }  // namespace lanes::detail
