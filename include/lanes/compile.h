@@ -89,9 +89,15 @@ class Compiled {
       // graphs itself, by the padded shapes (Pad) or by each group's shape (Group).
       return f_(args...);
     } else {
-      return call(args...);
+      std::vector<Tensor> leaves;
+      (tree::flatten(args, leaves), ...);
+      return call(leaves, args...);
     }
   }
+
+  /// For F a function of the flat leaf list (const std::vector<Tensor>&): the call on a list the
+  /// caller gives up, whose leaves are moved into the run, not copied (Python's jit calls this).
+  auto call_taking(std::vector<Tensor>&& leaves) const { return call(leaves, leaves); }
 
   /// Number of traces kept: one per signature, and per types of the Variables read.
   size_t cache_size() const {
@@ -100,11 +106,11 @@ class Compiled {
   }
 
  private:
+  // `leaves` are the leaves of args (or args itself, the leaf list): moved into the run at the
+  // end, when args is no longer read.
   template <class... Args>
-  auto call(const Args&... args) const {
+  auto call(std::vector<Tensor>& leaves, const Args&... args) const {
     using Out = std::invoke_result_t<const F&, const Args&...>;
-    std::vector<Tensor> leaves;
-    (tree::flatten(args, leaves), ...);
     // Inside another transform a compiled function is traced through, also on concrete
     // arguments: the Variables it reads are the enclosing transform's inputs then.
     if (detail::any_traced(leaves) || detail::tracing()) return f_(args...);
