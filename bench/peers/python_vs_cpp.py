@@ -8,8 +8,9 @@ after the other, for several rounds, so both sides of each ratio see the same ma
 Why not peers.md's python/C++ column: scripts/bench_peers.sh runs every C++ row, then every
 Python row, minutes apart, so a row's two times can see different loads; on a VM whose load
 comes and goes that swings the ratio by more than the 5% it is asked to show. Here the two runs
-of a row are seconds apart, alternated, and the ratio taken per round (then the median over
-rounds). Both sides run their batched variants (loop skipped), pinned to the same cores.
+of a row are seconds apart, alternated (C++ first in even rounds, Python first in odd ones), and
+the ratio taken per round (then the median over rounds). Both sides run their batched variants
+(loop skipped), pinned to the same cores.
 First, per row, it checks that a vmap+compile call evaluates the same primitives, as many times
 each, through both APIs (lanes.FlopCounter against the C++ bench's --profile): where it does,
 what differs in time is the Python call itself.
@@ -106,11 +107,20 @@ def main():
     times = {n: [] for n in names}
     for r in range(args.rounds):
         for n in names:
-            cpp = run_json(pin + [WORKLOADS, "--workload", n, "--no-loop", "--json-only",
-                                  "--threads", str(args.threads)], "lanes")
-            py = run_json(pin + [sys.executable, os.path.join(HERE, "lanes_workloads.py"),
-                                 "--inputs", args.inputs, "--workload", n, "--no-loop",
-                                 "--threads", str(args.threads)], "lanes-python")
+            def run_cpp():
+                return run_json(pin + [WORKLOADS, "--workload", n, "--no-loop", "--json-only",
+                                       "--threads", str(args.threads)], "lanes")
+
+            def run_py():
+                return run_json(pin + [sys.executable, os.path.join(HERE, "lanes_workloads.py"),
+                                       "--inputs", args.inputs, "--workload", n, "--no-loop",
+                                       "--threads", str(args.threads)], "lanes-python")
+            # Odd rounds run Python first: a load that comes or goes during a row's pair of
+            # runs then weighs on each side in turn.
+            if r % 2 == 0:
+                cpp, py = run_cpp(), run_py()
+            else:
+                py, cpp = run_py(), run_cpp()
             bc, bp = best(cpp, "lanes", n), best(py, "lanes-python", n)
             if not (bc and bp):
                 print(f"{n}: no batched result on one side", file=sys.stderr)
@@ -145,7 +155,7 @@ def main():
             f.write(f"# lanes' Python API against its C++ API, row by row\n\nMade by "
                     f"`bench/peers/python_vs_cpp.py --rounds {args.rounds} --threads "
                     f"{args.threads}` (see its docstring): {args.rounds} rounds, each row's C++ "
-                    f"and Python runs back to back.\n\n{table}\n")
+                    f"and Python runs back to back (Python first in odd rounds).\n\n{table}\n")
 
 
 if __name__ == "__main__":
