@@ -28,6 +28,29 @@ TEST(Compile, MatchesEagerAndCachesPerSignature) {
   EXPECT_EQ(fast.cache_size(), 2u);
 }
 
+// The key is the argument types and the leaves' dtypes and shapes: calls alternating between
+// signatures each find their own trace (the last one found is tried first), and the same leaves
+// passed as another C++ type are another signature.
+TEST(Compile, AlternatingSignaturesAndArgumentTypes) {
+  auto f = [](const auto& a) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(a)>, Tensor>)
+      return a * 2.0;
+    else
+      return a[0] * 3.0;
+  };
+  auto fast = compile(f);
+  const Tensor x = randn({4}, 7), y = randn({2, 3}, 8), z = cast(x, DType::Float64);
+  for (int round = 0; round < 3; ++round) {
+    expect_close(fast(x), x * 2.0);
+    expect_close(fast(y), y * 2.0);
+    expect_close(fast(std::vector<Tensor>{x}), x * 3.0);
+    expect_close(fast(z), z * 2.0);
+    EXPECT_EQ(fast(z).dtype(), DType::Float64);
+    expect_close(fast(x), x * 2.0);
+  }
+  EXPECT_EQ(fast.cache_size(), 4u);
+}
+
 TEST(Compile, TreesAndTupleResults) {
   auto f = [](const std::pair<Tensor, Tensor>& p) {
     return std::make_tuple(p.first + p.second, sum(p.first));

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <typeinfo>
 #include <unordered_map>
 
@@ -62,9 +63,11 @@ std::vector<Tensor> execute(const Graph& g, const std::vector<Tensor>& inputs);
 /// an input the caller no longer holds may be overwritten by a kernel at its last use).
 std::vector<Tensor> execute(const Graph& g, std::vector<Tensor>&& inputs);
 
-/// Writes "types|float32,3,4;int32;" for the leaves into key (its memory is reused: a compiled
-/// call's key allocates nothing once the buffer is large enough).
-void signature(std::string& key, const std::vector<Tensor>& leaves, const std::string& types);
+/// Writes a compiled call's cache key into `key` as bytes: `types` (the C++ argument types'
+/// type_info), then each leaf's dtype, rank and dims. Its memory is reused: once the buffer is
+/// large enough a call's key allocates nothing (a string of type names and decimal dims was ~10%
+/// of a call that does no work).
+void signature(std::string& key, const std::vector<Tensor>& leaves, const std::type_info& types);
 
 struct CompiledEntry {
   Graph graph;
@@ -114,17 +117,25 @@ class Compiled {
     // Inside another transform a compiled function is traced through, also on concrete
     // arguments: the Variables it reads are the enclosing transform's inputs then.
     if (detail::any_traced(leaves) || detail::tracing()) return f_(args...);
-    static const std::string types = (std::string(typeid(Args).name()) + ... + "");
     thread_local std::string key;  // (a trace below may call another compiled function)
-    detail::signature(key, leaves, types);
+    detail::signature(key, leaves, typeid(std::tuple<Args...>));
     std::shared_ptr<const detail::CompiledEntry> entry;
     {
       // The entry whose Variables have the types they have now (it reads their values and
-      // advances its Generators: a call's state is taken once, under the lock).
+      // advances its Generators: a call's state is taken once, under the lock). The last entry
+      // found is tried first: a function called again on one signature skips the hash.
       std::lock_guard<std::mutex> lock(cache_->mutex);
-      auto [it, end] = cache_->entries.equal_range(key);
+      if (cache_->last && key == cache_->last_key &&
+          detail::read_implicit(cache_->last->implicit, leaves))
+        entry = cache_->last;
+      auto [it, end] = entry ? std::pair{cache_->entries.end(), cache_->entries.end()}
+                             : cache_->entries.equal_range(key);
       for (; it != end && !entry; ++it)
         if (detail::read_implicit(it->second->implicit, leaves)) entry = it->second;
+      if (entry && entry != cache_->last) {
+        cache_->last = entry;
+        cache_->last_key = key;
+      }
     }
     if (!entry) {
       const std::string signature = key;
@@ -154,6 +165,8 @@ class Compiled {
   struct Cache {
     mutable std::mutex mutex;
     std::unordered_multimap<std::string, std::shared_ptr<const detail::CompiledEntry>> entries;
+    std::string last_key;  // the key of `last`, the entry the last call found
+    std::shared_ptr<const detail::CompiledEntry> last;
   };
   F f_;
   std::shared_ptr<Cache> cache_;

@@ -1,7 +1,7 @@
 // The executor of compiled graphs: nodes in order, each intermediate freed after its last use so
 // the allocator can reuse its memory for the next ones.
 #include <algorithm>
-#include <charconv>
+#include <cstring>
 #include <sstream>
 
 #include "core/arena.h"
@@ -11,18 +11,21 @@
 
 namespace lanes::detail {
 
-void signature(std::string& key, const std::vector<Tensor>& leaves, const std::string& types) {
-  key.assign(types);
-  key += '|';
+void signature(std::string& key, const std::vector<Tensor>& leaves, const std::type_info& types) {
+  const std::type_info* tag = &types;
+  size_t size = sizeof tag;
+  for (const Tensor& t : leaves) size += sizeof(int64_t) * (2 + t.shape().size());
+  key.resize(size);
+  char* at = key.data();
+  const auto put = [&](const void* bytes, size_t n) {
+    std::memcpy(at, bytes, n);
+    at += n;
+  };
+  put(&tag, sizeof tag);
   for (const Tensor& t : leaves) {
-    key += dtype_name(t.dtype());
-    for (int64_t d : t.shape()) {
-      char digits[24];
-      digits[0] = ',';
-      const auto end = std::to_chars(digits + 1, digits + sizeof digits, d).ptr;
-      key.append(digits, end);
-    }
-    key += ';';
+    const int64_t head[2] = {int64_t(t.dtype()), int64_t(t.shape().size())};
+    put(head, sizeof head);
+    put(t.shape().data(), sizeof(int64_t) * t.shape().size());
   }
 }
 
