@@ -126,15 +126,16 @@ class Compiled {
       // found is tried first: a function called again on one signature skips the hash.
       std::lock_guard<std::mutex> lock(cache_->mutex);
       if (cache_->last && key == cache_->last_key &&
-          detail::read_implicit(cache_->last->implicit, leaves))
+          detail::read_implicit(cache_->last->implicit, leaves)) {
         entry = cache_->last;
-      auto [it, end] = entry ? std::pair{cache_->entries.end(), cache_->entries.end()}
-                             : cache_->entries.equal_range(key);
-      for (; it != end && !entry; ++it)
-        if (detail::read_implicit(it->second->implicit, leaves)) entry = it->second;
-      if (entry && entry != cache_->last) {
-        cache_->last = entry;
-        cache_->last_key = key;
+      } else {
+        auto [it, end] = cache_->entries.equal_range(key);
+        for (; it != end && !entry; ++it)
+          if (detail::read_implicit(it->second->implicit, leaves)) entry = it->second;
+        if (entry) {
+          cache_->last = entry;
+          cache_->last_key = key;
+        }
       }
     }
     if (!entry) {

@@ -2,7 +2,6 @@
 // the allocator can reuse its memory for the next ones.
 #include <algorithm>
 #include <cstring>
-#include <sstream>
 
 #include "core/arena.h"
 #include "lanes/compile.h"
