@@ -17,6 +17,7 @@ void signature(std::string& key, const std::vector<Tensor>& leaves, const std::t
   key.resize(size);
   char* at = key.data();
   const auto put = [&](const void* bytes, size_t n) {
+    if (n == 0) return;  // (a scalar's dims: data() may be null, which memcpy must not see)
     std::memcpy(at, bytes, n);
     at += n;
   };
