@@ -216,8 +216,9 @@ int64_t check_shape(const Shape& shape, DType dtype, const char* op) {
   int64_t n = 0, bytes = 0;
   check(nonzero_product(shape, n), op, ": shape ", fmt(shape),
         " has more elements than an int64 can count");
-  check(!__builtin_mul_overflow(n, int64_t(dtype_size(dtype)), &bytes), op, ": shape ", fmt(shape),
-        " of ", dtype_name(dtype), " has ", n, " elements, more bytes than an int64 can count");
+  if (__builtin_mul_overflow(n, int64_t(dtype_size(dtype)), &bytes))
+    fail(op, ": shape ", fmt(shape), " of ", dtype_name(dtype), " has ", n,
+         " elements, more bytes than an int64 can count");
   return has_zero(shape) ? 0 : n;
 }
 
@@ -323,10 +324,12 @@ bool Tensor::is_contiguous() const {
 
 namespace {
 void check_has_values(const Tensor& t) {
-  check(!t.is_tracer(), "cannot read the values of a traced tensor of shape ", fmt(t.shape()), " ",
-        dtype_name(t.dtype()),
-        ": inside vmap/grad/make_graph/compile values exist only when the transformed function "
-        "runs; compute with lanes ops instead of reading elements");
+  // (fail, not check: these run on every data access, and a check computes its message first)
+  if (t.is_tracer())
+    fail("cannot read the values of a traced tensor of shape ", fmt(t.shape()), " ",
+         dtype_name(t.dtype()),
+         ": inside vmap/grad/make_graph/compile values exist only when the transformed function "
+         "runs; compute with lanes ops instead of reading elements");
   check(t.defined(), "cannot read the values of an undefined tensor");
 }
 }  // namespace
@@ -340,8 +343,9 @@ void* Tensor::raw_mutable_data() const { return const_cast<void*>(raw_data()); }
 
 void Tensor::check_type(DType requested) const {
   check_has_values(*this);
-  check(requested == dtype(), "data: requested ", dtype_name(requested), " from a tensor of dtype ",
-        dtype_name(dtype()));
+  if (requested != dtype())
+    fail("data: requested ", dtype_name(requested), " from a tensor of dtype ",
+         dtype_name(dtype()));
 }
 
 template <class T>
