@@ -13,6 +13,7 @@
 #include <exception>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "bindings.h"
@@ -116,7 +117,11 @@ nb::object sequence(Leaves leaves, int64_t form) {
 // _Trees' `rebuild`. It is the jitted function itself (lanes.jit gives it fun's name and doc and
 // __get__ binds it as a method): a Python wrapper's frame cost ~0.1 us a call. CPython calls it
 // through the type's call slot (call_slot below).
+// CPython calls it through vectorcall (vectorcall below): no argument tuple is made.
 // Runs under the GIL except inside the compiled call, so its entries need no lock of their own.
+PyObject* vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
+                     PyObject* kwnames) noexcept;
+
 class JitDispatch {
  public:
   JitDispatch(nb::object make, nb::object general)
@@ -124,26 +129,27 @@ class JitDispatch {
   JitDispatch(const JitDispatch&) = delete;
   JitDispatch& operator=(const JitDispatch&) = delete;
 
-  nb::object operator()(nb::handle args, nb::handle kwargs) {
-    if (kwargs.is_valid() && PyDict_GET_SIZE(kwargs.ptr()) != 0) return general_(args, kwargs);
-    const Py_ssize_t count = PyTuple_GET_SIZE(args.ptr());
-    if (count > kMaxArguments) return general_(args, nb::dict());
+  // The call of `count` positional arguments, then the values of the keywords named in kwnames
+  // (a tuple, or null), as vectorcall hands them over.
+  nb::object operator()(PyObject* const* args, Py_ssize_t count, PyObject* kwnames) {
+    if (kwnames != nullptr && PyTuple_GET_SIZE(kwnames) != 0) return general(args, count, kwnames);
+    if (count > kMaxArguments) return general(args, count, nullptr);
     // Per argument: -1 an Array, n a tuple of n, -2 - n a list of n.
     std::array<int64_t, kMaxArguments> key;
     Leaves leaves;
     leaves.reserve(size_t(count) + 8);
     for (Py_ssize_t a = 0; a < count; ++a) {
-      nb::handle arg = PyTuple_GET_ITEM(args.ptr(), a);
+      nb::handle arg = args[a];
       if (add_leaf(arg, leaves)) {
         key[size_t(a)] = -1;
         continue;
       }
       const bool tuple = PyTuple_CheckExact(arg.ptr()), list = PyList_CheckExact(arg.ptr());
-      if (!tuple && !list) return general_(args, nb::dict());
+      if (!tuple && !list) return general(args, count, nullptr);
       PyObject** items = PySequence_Fast_ITEMS(arg.ptr());
       const Py_ssize_t n = PySequence_Fast_GET_SIZE(arg.ptr());
       for (Py_ssize_t i = 0; i < n; ++i)
-        if (!add_leaf(items[i], leaves)) return general_(args, nb::dict());
+        if (!add_leaf(items[i], leaves)) return general(args, count, nullptr);
       key[size_t(a)] = tuple ? int64_t(n) : -2 - int64_t(n);
     }
     Entry& entry = find({key.data(), size_t(count)}, args);
@@ -156,6 +162,23 @@ class JitDispatch {
   }
 
  private:
+  // First, so that it lies at the object's start: CPython reads it at the type's
+  // tp_vectorcall_offset (bind_jit sets that to where nanobind keeps the object).
+  vectorcallfunc vectorcall_ = vectorcall;
+
+  // Python's `general(args, kwargs)`, for the calls the fast path does not take.
+  nb::object general(PyObject* const* args, Py_ssize_t count, PyObject* kwnames) {
+    nb::object tuple = nb::steal(PyTuple_New(count));
+    if (!tuple.is_valid()) throw nb::python_error();
+    for (Py_ssize_t i = 0; i < count; ++i)
+      PyTuple_SET_ITEM(tuple.ptr(), i, nb::borrow(args[i]).release().ptr());
+    nb::dict kwargs;
+    const Py_ssize_t keywords = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < keywords; ++i)
+      kwargs[nb::handle(PyTuple_GET_ITEM(kwnames, i))] = nb::handle(args[count + i]);
+    return general_(tuple, kwargs);
+  }
+
   struct Entry {
     std::vector<int64_t> key;
     nb::object jit_object, trees;
@@ -175,12 +198,12 @@ class JitDispatch {
   }
 
   // The entry of a layout: a linear search, as a jitted function sees one layout or a few.
-  Entry& find(std::span<const int64_t> key, nb::handle args) {
+  Entry& find(std::span<const int64_t> key, PyObject* const* args) {
     for (auto& entry : entries_)
       if (std::ranges::equal(entry->key, key)) return *entry;
     nb::list layout;  // as Python's jit spells it: -1, or (tuple or list, n)
     for (size_t i = 0; i < key.size(); ++i) {
-      nb::handle a = PyTuple_GET_ITEM(args.ptr(), Py_ssize_t(i));
+      nb::handle a = args[i];
       layout.append(key[i] == -1 ? nb::object(nb::int_(-1))
                                  : nb::object(nb::make_tuple(a.type(), nb::len(a))));
     }
@@ -207,21 +230,25 @@ class JitDispatch {
   std::vector<std::unique_ptr<Entry>> entries_;
 };
 
-// A C++ exception thrown by a call through call_slot, until `reraise` hands it to nanobind's
+// A C++ exception thrown by a call through vectorcall, until `reraise` hands it to nanobind's
 // translation (lanes::Error to LanesError, a Python exception restored with its traceback).
 thread_local std::exception_ptr pending;
 nb::handle reraise;  // lanes._lanes._reraise_pending
 
-// JitDispatch's tp_call: CPython hands it the argument tuple. A `__call__` method went through
-// the type's attribute lookup and nanobind's overload dispatch, which also made an empty keyword
-// dict on every call (~0.1 us of the ~0.45 us the Python layer cost on a call that does no work).
-PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) noexcept {
+// JitDispatch's vectorcall: CPython hands it the arguments where they lie. Through tp_call (a
+// `__call__` method, then the call slot) it cost an argument tuple, and before that nanobind's
+// overload dispatch and an empty keyword dict: ~0.15 us of the ~0.45 us the Python layer cost on
+// a call that does no work.
+PyObject* vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
+                     PyObject* kwnames) noexcept {
   if (!nb::inst_ready(self)) {
     PyErr_SetString(PyExc_TypeError, "lanes.JitDispatch: called before it was initialized");
     return nullptr;
   }
   try {
-    return (*nb::inst_ptr<JitDispatch>(self))(args, kwargs).release().ptr();
+    return (*nb::inst_ptr<JitDispatch>(self))(args, PyVectorcall_NARGS(nargsf), kwnames)
+        .release()
+        .ptr();
   } catch (...) {
     pending = std::current_exception();
   }
@@ -230,7 +257,23 @@ PyObject* call_slot(PyObject* self, PyObject* args, PyObject* kwargs) noexcept {
   return nullptr;
 }
 
-PyType_Slot jit_dispatch_slots[] = {{Py_tp_call, reinterpret_cast<void*>(call_slot)}, {0, nullptr}};
+// tp_call (PyObject_Call, f(*args)) goes to vectorcall too.
+PyType_Slot jit_dispatch_slots[] = {{Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+                                    {0, nullptr}};
+
+// Makes CPython call JitDispatch objects through their vectorcall_ member: the type gets its
+// offset (where nanobind keeps the C++ object, which starts with it) and the vectorcall flag,
+// which nanobind's class_ does not set.
+void enable_vectorcall(nb::handle type) {
+  static_assert(std::is_standard_layout_v<JitDispatch>,
+                "vectorcall_ must lie at the start of JitDispatch");
+  nb::object probe = nb::inst_alloc(type);  // not made ready: dropped without a destructor
+  auto* tp = reinterpret_cast<PyTypeObject*>(type.ptr());
+  tp->tp_vectorcall_offset = reinterpret_cast<char*>(nb::inst_ptr<JitDispatch>(probe)) -
+                             reinterpret_cast<char*>(probe.ptr());
+  tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+  PyType_Modified(tp);
+}
 
 }  // namespace
 
@@ -247,8 +290,10 @@ void bind_jit(nb::module_& m) {
       .def_prop_ro("cache_size", &Jit::cache_size);
   m.def("_reraise_pending", [] { std::rethrow_exception(std::exchange(pending, nullptr)); });
   reraise = m.attr("_reraise_pending");
-  nb::class_<JitDispatch>(m, "JitDispatch", nb::dynamic_attr(), nb::type_slots(jit_dispatch_slots))
-      .def(nb::init<nb::object, nb::object>(), nb::arg("make"), nb::arg("general"))
+  auto dispatch = nb::class_<JitDispatch>(m, "JitDispatch", nb::dynamic_attr(),
+                                          nb::type_slots(jit_dispatch_slots));
+  enable_vectorcall(dispatch);
+  dispatch.def(nb::init<nb::object, nb::object>(), nb::arg("make"), nb::arg("general"))
       .def("__repr__",
            [](nb::handle self) {
              nb::object fun = nb::getattr(self, "__wrapped__", nb::none());

@@ -4,6 +4,7 @@ vmap."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -291,6 +292,29 @@ def test_jitted_function_is_named_binds_as_a_method_and_takes_keywords() -> None
 
     bound = Params.apply.__get__(lx)
     assert_equal(bound(lx), x * x)
+
+
+def test_jit_every_call_form_agrees_with_numpy(rng: np.random.Generator) -> None:
+    # CPython hands a jitted function its arguments through vectorcall (a call, functools.partial,
+    # a bound method), PyObject_Call (f(*args, **kwargs)) or with keywords: each form gets the
+    # same result, and after a keyword call the fast path still works.
+    def affine(x: Any, w: Any, b: Any) -> Any:
+        return x * w + b
+
+    x, w, b = (rng.standard_normal(5).astype(np.float32) for _ in range(3))
+    lx, lw, lb = (lanes.asarray(v) for v in (x, w, b))
+    jitted = lanes.jit(affine)
+    outs = [jitted(lx, lw, lb), jitted(*(lx, lw, lb)), jitted(lx, **{"w": lw, "b": lb}),
+            jitted(x=lx, w=lw, b=lb), functools.partial(jitted, lx, lw, lb)(),
+            functools.partial(jitted, lx, b=lb)(w=lw), jitted(lx, lw, lb)]
+    for out in outs:
+        np.testing.assert_allclose(np.asarray(out), x * w + b, rtol=1e-6)
+
+    # More positional arguments than the fast path keys (32): the general path.
+    total = lanes.jit(lambda *vs: sum(vs[1:], vs[0]))
+    vs = [rng.standard_normal(3).astype(np.float32) for _ in range(40)]
+    np.testing.assert_allclose(np.asarray(total(*[lanes.asarray(v) for v in vs])),
+                               np.sum(vs, axis=0), rtol=1e-5)
 
 
 def test_scan_accepts_jax_unroll() -> None:
