@@ -150,15 +150,18 @@ def measure(run, once, quick, block, loop=False):
         warm_ms += ms
         if warm_ms >= 2000:
             break
-    times = []
+    # A running total, as C++'s: summing the list before every run added ~0.1 us to the timed
+    # call after it (measured on perex_linear's 3 us call).
+    times, total_ms = [], 0.0
     min_runs, max_runs = (1, 1) if once else (2, 2) if quick else (3, 200)
     budget_ms = 0 if quick else 1000
-    while len(times) < max_runs and (len(times) < min_runs or sum(times) < budget_ms):
-        if not quick and times and sum(times) >= 3000:
+    while len(times) < max_runs and (len(times) < min_runs or total_ms < budget_ms):
+        if not quick and total_ms >= 3000:
             break
         out = None
         ms, out = timed()
         times.append(ms)
+        total_ms += ms
     return times, out, first_ms
 
 
