@@ -116,8 +116,7 @@ nb::object sequence(Leaves leaves, int64_t form) {
 // scalars, numpy arrays, keywords) go to Python's `general(args, kwargs)`, other outputs to the
 // _Trees' `rebuild`. It is the jitted function itself (lanes.jit gives it fun's name and doc and
 // __get__ binds it as a method): a Python wrapper's frame cost ~0.1 us a call. CPython calls it
-// through the type's call slot (call_slot below).
-// CPython calls it through vectorcall (vectorcall below): no argument tuple is made.
+// through vectorcall (vectorcall below): no argument tuple is made.
 // Runs under the GIL except inside the compiled call, so its entries need no lock of their own.
 PyObject* vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
                      PyObject* kwnames) noexcept;
